@@ -1,0 +1,60 @@
+// Runs a parsed XTS3 graph. Memory is the caller's: one arena (activations,
+// offsets planned ahead of time and stored in the blob) and one scratch
+// buffer shared by every op (the maximum of ESP-NN's get_*_scratch_size over
+// the graph). Init and Invoke allocate nothing.
+//
+// ESP-NN keeps its scratch pointers in process-wide globals, so two
+// Interpreters must not Invoke concurrently unless the caller serializes
+// them (the ExecuTorch glue does).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "espnn/model.h"
+#include "espnn/status.h"
+
+namespace espnn {
+
+struct MemoryRequirements {
+  uint32_t arena_bytes;    // from the blob header
+  uint32_t scratch_bytes;  // max over ops, rounded up to 16
+};
+
+// Sizes the caller must provide to Interpreter::Init for this model. The
+// scratch size comes from the ESP-NN build linked in (0 for ANSI kernels,
+// more for the ESP32-S3 SIMD paths), so it is only known on the target.
+MemoryRequirements ComputeMemoryRequirements(const Model& model);
+
+class Interpreter {
+ public:
+  // `arena` and `scratch` must be 16-byte aligned and at least as large as
+  // ComputeMemoryRequirements says (scratch may be null when it says 0).
+  Status Init(const Model* model, void* arena, size_t arena_bytes, void* scratch,
+              size_t scratch_bytes);
+
+  bool initialized() const { return model_ != nullptr; }
+  const Model& model() const { return *model_; }
+
+  uint32_t num_inputs() const { return model_->num_inputs(); }
+  uint32_t num_outputs() const { return model_->num_outputs(); }
+  TensorInfo input_info(uint32_t i) const { return model_->tensor(model_->input(i)); }
+  TensorInfo output_info(uint32_t i) const { return model_->tensor(model_->output(i)); }
+  // Where the caller writes graph input i before Invoke (nbytes in input_info).
+  void* input_data(uint32_t i) const;
+  // Where graph output i is after Invoke.
+  const void* output_data(uint32_t i) const;
+
+  // Runs every op in order.
+  Status Invoke();
+  // Runs op `index` only (for per-op profiling); ops run in order 0..n-1.
+  Status InvokeOp(uint32_t index);
+
+ private:
+  const Model* model_ = nullptr;
+  uint8_t* arena_ = nullptr;
+  uint8_t* scratch_ = nullptr;
+  uint32_t scratch_bytes_ = 0;
+};
+
+}  // namespace espnn

@@ -1,0 +1,248 @@
+// XTS3: the serialized graph format that the AOT lowering writes and the
+// device runtime executes. This header is the single source of truth for
+// every constant of the format: the parser and interpreter include it, and
+// the Python side reads the same values through the host binding
+// (executorch_espnn._native). docs/xts3-format.md describes the byte layout.
+//
+// Everything in a blob is little-endian. All multi-byte records are read
+// with explicit byte loads, so the parser never performs an unaligned load.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace espnn {
+namespace xts3 {
+
+// ---------------------------------------------------------------- header
+constexpr uint32_t kMagic = 0x33535458u;  // bytes 'X' 'T' 'S' '3'
+// Version written by this runtime. A blob of another version is refused:
+// opcodes and parameter layouts are defined per version below.
+constexpr uint16_t kFormatVersion = 1;
+constexpr uint16_t kMinFormatVersion = 1;
+
+constexpr uint32_t kHeaderSize = 32;
+// Header field byte offsets.
+constexpr uint32_t kHdrMagic = 0;           // u32
+constexpr uint32_t kHdrVersion = 4;         // u16
+constexpr uint32_t kHdrHeaderSize = 6;      // u16, must equal kHeaderSize
+constexpr uint32_t kHdrBlobSize = 8;        // u32, total bytes of the blob
+constexpr uint32_t kHdrFlags = 12;          // u32, must be 0 in version 1
+constexpr uint32_t kHdrArenaSize = 16;      // u32, bytes of the activation arena
+constexpr uint32_t kHdrSectionCount = 20;   // u32
+constexpr uint32_t kHdrSectionTable = 24;   // u32, byte offset of the section table
+constexpr uint32_t kHdrReserved = 28;       // u32, must be 0
+
+// ---------------------------------------------------------------- sections
+// A section table entry: u32 kind, u32 offset, u32 size (bytes), u32 count.
+constexpr uint32_t kSectionEntrySize = 16;
+
+#define ESPNN_XTS3_SECTIONS(X)                                                \
+  /* name,       id, record size (0 = raw bytes) */                           \
+  X(TENSORS,      1, 40)                                                      \
+  X(OPS,          2, 20)                                                      \
+  X(OP_IO,        3, 2) /* u16 tensor indices referenced by op records */     \
+  X(PARAMS,       4, 4) /* i32 parameter words referenced by op records */    \
+  X(CONSTANTS,    5, 0) /* raw constant bytes, 16-byte aligned in the blob */ \
+  X(INPUTS,       6, 2) /* u16 tensor indices of the graph inputs */          \
+  X(OUTPUTS,      7, 2) /* u16 tensor indices of the graph outputs */
+
+enum class Section : uint32_t {
+#define ESPNN_X(name, id, rec) name = id,
+  ESPNN_XTS3_SECTIONS(ESPNN_X)
+#undef ESPNN_X
+};
+constexpr uint32_t kNumSectionKinds = 7;
+
+// ---------------------------------------------------------------- tensors
+// Tensor record (40 bytes):
+//   0 u8 dtype  1 u8 rank  2 u8 memory  3 u8 flags (0)
+//   4 u32 offset (arena offset, or offset inside the CONSTANTS section)
+//   8 u32 nbytes  12 i32 zero_point  16 f32 scale  20 u32 dims[5]
+constexpr uint32_t kTensorRecordSize = 40;
+constexpr uint32_t kTenDtype = 0, kTenRank = 1, kTenMemory = 2, kTenFlags = 3,
+                   kTenOffset = 4, kTenNbytes = 8, kTenZeroPoint = 12,
+                   kTenScale = 16, kTenDims = 20;
+
+#define ESPNN_XTS3_DTYPES(X) \
+  /* name,  id, element bytes */ \
+  X(INT8,    1, 1)               \
+  X(INT32,   2, 4)               \
+  X(FLOAT32, 3, 4)
+
+enum class DType : uint8_t {
+#define ESPNN_X(name, id, size) name = id,
+  ESPNN_XTS3_DTYPES(ESPNN_X)
+#undef ESPNN_X
+};
+
+#define ESPNN_XTS3_MEMORY_KINDS(X) \
+  X(ARENA,    1) /* activation: lives in the arena at `offset` */ \
+  X(CONSTANT, 2) /* constant: lives in the CONSTANTS section at `offset` */
+
+enum class Memory : uint8_t {
+#define ESPNN_X(name, id) name = id,
+  ESPNN_XTS3_MEMORY_KINDS(ESPNN_X)
+#undef ESPNN_X
+};
+
+// ---------------------------------------------------------------- ops
+// Op record (20 bytes):
+//   0 u16 opcode  2 u8 n_inputs  3 u8 n_outputs
+//   4 u32 io_start      first entry in OP_IO (inputs, then outputs)
+//   8 u32 params_start  first word in PARAMS
+//  12 u32 params_count  number of i32 words, must equal the opcode's field count
+//  16 u32 debug_handle  opaque, reported in profiling events and errors
+constexpr uint32_t kOpRecordSize = 20;
+constexpr uint32_t kOpOpcode = 0, kOpNumInputs = 2, kOpNumOutputs = 3,
+                   kOpIoStart = 4, kOpParamsStart = 8, kOpParamsCount = 12,
+                   kOpDebugHandle = 16;
+
+// An optional op input (e.g. a conv without bias) is given this index.
+constexpr uint16_t kNoTensor = 0xFFFFu;
+
+// Opcodes. Columns: name, opcode, first format version that has it,
+// min/max inputs, min/max outputs, bit mask of optional inputs.
+// Input conventions are documented in docs/xts3-format.md.
+#define ESPNN_XTS3_OPS(X)                                        \
+  X(CONV2D,           1, 1, 5, 5, 1, 1, 0x4)                     \
+  X(DEPTHWISE_CONV2D, 2, 1, 5, 5, 1, 1, 0x4)                     \
+  X(FULLY_CONNECTED,  3, 1, 5, 5, 1, 1, 0x4)                     \
+  X(ADD,              4, 1, 2, 2, 1, 1, 0x0)                     \
+  X(MUL,              5, 1, 2, 2, 1, 1, 0x0)                     \
+  X(AVG_POOL2D,       6, 1, 1, 1, 1, 1, 0x0)                     \
+  X(MAX_POOL2D,       7, 1, 1, 1, 1, 1, 0x0)                     \
+  X(SOFTMAX,          8, 1, 1, 1, 1, 1, 0x0)                     \
+  X(MEAN_HW,          9, 1, 1, 1, 1, 1, 0x0)                     \
+  X(HARD_SWISH,      10, 1, 1, 1, 1, 1, 0x0)                     \
+  X(LUT,             11, 1, 2, 2, 1, 1, 0x0)                     \
+  X(TRANSPOSE_CONV2D,12, 1, 5, 5, 1, 1, 0x4)                     \
+  X(RESIZE_NEAREST,  13, 1, 3, 3, 1, 1, 0x0)                     \
+  X(RESIZE_BILINEAR, 14, 1, 3, 3, 1, 1, 0x0)                     \
+  X(RESHAPE,         15, 1, 1, 1, 1, 1, 0x0)                     \
+  X(TRANSPOSE,       16, 1, 1, 1, 1, 1, 0x0)                     \
+  X(SLICE,           17, 1, 1, 1, 1, 1, 0x0)                     \
+  X(PAD,             18, 1, 1, 1, 1, 1, 0x0)                     \
+  X(CONCAT,          19, 1, 1, 16, 1, 1, 0x0)                    \
+  X(SPLIT,           20, 1, 1, 1, 1, 16, 0x0)                    \
+  X(QUANTIZE,        21, 1, 1, 1, 1, 1, 0x0)                     \
+  X(DEQUANTIZE,      22, 1, 1, 1, 1, 1, 0x0)                     \
+  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)
+
+enum class Opcode : uint16_t {
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) name = code,
+  ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+};
+
+// ---------------------------------------------------------------- params
+// Each opcode's parameters are a fixed list of i32 words, named here once.
+// Fields ending in `_f32` hold the bit pattern of an IEEE-754 float32.
+// Offsets follow ESP-NN's convention: input offsets are -zero_point, output
+// offsets are +zero_point. Shifts are signed exponents (positive = left)
+// except where the field name says otherwise. act_min/act_max are int8
+// clamps applied after the output offset.
+#define ESPNN_XTS3_PARAMS_CONV2D(F)                                     \
+  F(stride_h) F(stride_w) F(pad_top) F(pad_left) F(dilation_h)          \
+  F(dilation_w) F(groups) F(input_offset) F(output_offset) F(act_min)   \
+  F(act_max)
+#define ESPNN_XTS3_PARAMS_DEPTHWISE_CONV2D(F)                           \
+  F(stride_h) F(stride_w) F(pad_top) F(pad_left) F(dilation_h)          \
+  F(dilation_w) F(ch_mult) F(input_offset) F(output_offset) F(act_min)  \
+  F(act_max)
+#define ESPNN_XTS3_PARAMS_FULLY_CONNECTED(F) \
+  F(input_offset) F(filter_offset) F(output_offset) F(act_min) F(act_max)
+// ADD: ESP-NN/TFLite add; the three *_shift fields are <= 0, left_shift is a
+// separate positive pre-shift (20 for int8).
+#define ESPNN_XTS3_PARAMS_ADD(F)                                              \
+  F(input1_offset) F(input2_offset) F(input1_mult) F(input1_shift)            \
+  F(input2_mult) F(input2_shift) F(left_shift) F(output_offset)               \
+  F(output_mult) F(output_shift) F(act_min) F(act_max)
+#define ESPNN_XTS3_PARAMS_MUL(F)                                    \
+  F(input1_offset) F(input2_offset) F(output_offset) F(output_mult) \
+  F(output_shift) F(act_min) F(act_max)
+#define ESPNN_XTS3_PARAMS_AVG_POOL2D(F)                                   \
+  F(kernel_h) F(kernel_w) F(stride_h) F(stride_w) F(pad_top) F(pad_left)  \
+  F(act_min) F(act_max)
+#define ESPNN_XTS3_PARAMS_MAX_POOL2D(F) ESPNN_XTS3_PARAMS_AVG_POOL2D(F)
+// SOFTMAX over the last dimension; input_left_shift >= 0 (TFLite's
+// input_left_shift), diff_min <= 0. Output is fixed at scale 1/256, zp -128.
+#define ESPNN_XTS3_PARAMS_SOFTMAX(F) \
+  F(input_mult) F(input_left_shift) F(diff_min)
+// MEAN_HW: raw zero points (not negated); 1/(H*W) folded into mult/shift.
+#define ESPNN_XTS3_PARAMS_MEAN_HW(F) \
+  F(input_zero_point) F(output_zero_point) F(mult) F(shift)
+// HARD_SWISH: raw zero points; Q15 multipliers as in TFLite's HardSwish.
+#define ESPNN_XTS3_PARAMS_HARD_SWISH(F)                                   \
+  F(input_zero_point) F(output_zero_point) F(output_mult_fxp)             \
+  F(reluish_mult_fxp) F(reluish_mult_exp) F(output_mult_exp)
+#define ESPNN_XTS3_PARAMS_LUT(F)
+#define ESPNN_XTS3_PARAMS_TRANSPOSE_CONV2D(F) ESPNN_XTS3_PARAMS_CONV2D(F)
+#define ESPNN_XTS3_PARAMS_RESIZE_NEAREST(F)
+#define ESPNN_XTS3_PARAMS_RESIZE_BILINEAR(F)
+#define ESPNN_XTS3_PARAMS_RESHAPE(F)
+#define ESPNN_XTS3_PARAMS_TRANSPOSE(F) F(perm0) F(perm1) F(perm2) F(perm3) F(perm4)
+#define ESPNN_XTS3_PARAMS_SLICE(F)                                       \
+  F(begin0) F(begin1) F(begin2) F(begin3) F(begin4) F(step0) F(step1)    \
+  F(step2) F(step3) F(step4)
+#define ESPNN_XTS3_PARAMS_PAD(F)                                          \
+  F(before0) F(before1) F(before2) F(before3) F(before4) F(pad_value)
+#define ESPNN_XTS3_PARAMS_CONCAT(F) F(axis)
+#define ESPNN_XTS3_PARAMS_SPLIT(F) F(axis)
+// QUANTIZE float32 -> int8: q = clamp(nearbyint(x * inv_scale) + zero_point)
+// with inv_scale = float32(1 / scale), as PyTorch and ExecuTorch compute it.
+#define ESPNN_XTS3_PARAMS_QUANTIZE(F) F(inv_scale_f32) F(zero_point)
+// DEQUANTIZE int8 -> float32: x = (q - zero_point) * scale, in float32.
+#define ESPNN_XTS3_PARAMS_DEQUANTIZE(F) F(scale_f32) F(zero_point)
+// REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
+#define ESPNN_XTS3_PARAMS_REQUANTIZE(F) \
+  F(input_zero_point) F(output_zero_point) F(mult) F(shift)
+
+// One C struct per opcode with the fields above, in order, all int32_t.
+// The parser fills them from the PARAMS section (see LoadParams in model.h).
+#define ESPNN_PARAM_FIELD(name) int32_t name;
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt)           \
+  struct name##_Params {                                                \
+    ESPNN_XTS3_PARAMS_##name(ESPNN_PARAM_FIELD)                         \
+  };
+ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+#undef ESPNN_PARAM_FIELD
+
+// Number of parameter words per opcode.
+#define ESPNN_PARAM_COUNT(name) +1
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  constexpr uint32_t kNumParams_##name = 0 ESPNN_XTS3_PARAMS_##name(ESPNN_PARAM_COUNT);
+ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+#undef ESPNN_PARAM_COUNT
+
+// ---------------------------------------------------------------- limits
+constexpr uint32_t kMaxRank = 5;
+constexpr uint32_t kMaxTensors = 4096;  // tensor indices must stay below kNoTensor
+constexpr uint32_t kMaxOps = 2048;
+constexpr uint32_t kMaxGraphInputs = 16;
+constexpr uint32_t kMaxGraphOutputs = 16;
+constexpr uint32_t kMaxOpInputs = 16;
+constexpr uint32_t kMaxOpOutputs = 16;
+// Every dimension of every tensor. ESP-NN narrows conv, pool and FC geometry
+// to uint16_t, so those ops check the tighter kMaxKernelDim themselves.
+constexpr uint32_t kMaxDim = 1u << 24;
+constexpr uint32_t kMaxKernelDim = 65535u;
+// A tensor, the arena and the blob are at most 2 GiB - 1 so that every size
+// and offset fits int32 on the 32-bit target as well.
+constexpr uint32_t kMaxTensorBytes = 0x7FFFFFFFu;
+constexpr uint32_t kMaxArenaBytes = 0x7FFFFFFFu;
+constexpr uint32_t kMaxBlobBytes = 0x7FFFFFFFu;
+// Alignment of the CONSTANTS section in the blob, of the blob in memory, of
+// arena tensor offsets and of the arena/scratch buffers.
+constexpr uint32_t kConstantAlignment = 16;
+constexpr uint32_t kArenaAlignment = 16;
+constexpr uint32_t kBlobAlignment = 16;
+// Entries of a LUT op's table (indexed by the uint8 view of the int8 input).
+constexpr uint32_t kLutEntries = 256;
+// RESIZE_BILINEAR fractional weights are Q10 (0..1024).
+constexpr uint32_t kBilinearFracBits = 10;
+
+}  // namespace xts3
+}  // namespace espnn

@@ -1,0 +1,11 @@
+# Source list of the runtime, shared by the ESP-IDF component build and the
+# host build (host/CMakeLists.txt) so both compile exactly the same files.
+set(ESPNN_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR})
+file(GLOB ESPNN_RUNTIME_OP_SOURCES CONFIGURE_DEPENDS ${ESPNN_RUNTIME_DIR}/src/ops/*.cpp)
+set(ESPNN_RUNTIME_SOURCES
+    ${ESPNN_RUNTIME_DIR}/src/status.cpp
+    ${ESPNN_RUNTIME_DIR}/src/parser.cpp
+    ${ESPNN_RUNTIME_DIR}/src/interpreter.cpp
+    ${ESPNN_RUNTIME_OP_SOURCES})
+set(ESPNN_RUNTIME_PUBLIC_INCLUDE ${ESPNN_RUNTIME_DIR}/include)
+set(ESPNN_RUNTIME_PRIVATE_INCLUDE ${ESPNN_RUNTIME_DIR}/src)

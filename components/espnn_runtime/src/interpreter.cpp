@@ -1,0 +1,89 @@
+#include "espnn/interpreter.h"
+
+#include "ops/op_kernel.h"
+
+namespace espnn {
+
+using namespace xts3;
+
+const uint8_t* EvalContext::in(uint16_t index) const {
+  if (index == kNoTensor) return nullptr;
+  TensorInfo t = model->tensor(index);
+  return t.memory == Memory::CONSTANT ? model->constant_data(t) : arena + t.offset;
+}
+
+uint8_t* EvalContext::out(uint16_t index) const { return arena + model->tensor(index).offset; }
+
+MemoryRequirements ComputeMemoryRequirements(const Model& model) {
+  MemoryRequirements r;
+  r.arena_bytes = model.arena_size();
+  uint32_t scratch = 0;
+  for (uint32_t i = 0; i < model.num_ops(); ++i) {
+    OpInfo op = model.op(i);
+    const OpKernel* k = LookupOpKernel(op.opcode);
+    if (k != nullptr && k->scratch_bytes != nullptr) {
+      uint32_t s = k->scratch_bytes(model, op);
+      if (s > scratch) scratch = s;
+    }
+  }
+  // Round up so the buffer can be handed to SIMD code that works in 16-byte
+  // chunks; saturate rather than wrap on absurd sizes.
+  r.scratch_bytes = scratch > 0xFFFFFFF0u ? 0xFFFFFFF0u : (scratch + 15u) & ~15u;
+  return r;
+}
+
+Status Interpreter::Init(const Model* model, void* arena, size_t arena_bytes, void* scratch,
+                         size_t scratch_bytes) {
+  model_ = nullptr;
+  if (model == nullptr || model->data() == nullptr)
+    return Status::Error(StatusCode::kInvalidArgument, "init: model is not parsed");
+  MemoryRequirements need = ComputeMemoryRequirements(*model);
+  if (need.arena_bytes > 0 && (arena == nullptr || (uintptr_t)arena % kArenaAlignment != 0))
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "init: arena must be non-null and %u-byte aligned",
+                         (unsigned)kArenaAlignment);
+  if (arena_bytes < need.arena_bytes)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "init: arena has %lu bytes, the model needs %u",
+                         (unsigned long)arena_bytes, (unsigned)need.arena_bytes);
+  if (need.scratch_bytes > 0 &&
+      (scratch == nullptr || (uintptr_t)scratch % kArenaAlignment != 0))
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "init: scratch must be non-null and %u-byte aligned",
+                         (unsigned)kArenaAlignment);
+  if (scratch_bytes < need.scratch_bytes)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "init: scratch has %lu bytes, the model needs %u",
+                         (unsigned long)scratch_bytes, (unsigned)need.scratch_bytes);
+  model_ = model;
+  arena_ = (uint8_t*)arena;
+  scratch_ = (uint8_t*)scratch;
+  scratch_bytes_ = need.scratch_bytes;
+  return Status::Ok();
+}
+
+void* Interpreter::input_data(uint32_t i) const { return arena_ + input_info(i).offset; }
+
+const void* Interpreter::output_data(uint32_t i) const { return arena_ + output_info(i).offset; }
+
+Status Interpreter::InvokeOp(uint32_t index) {
+  if (model_ == nullptr)
+    return Status::Error(StatusCode::kNotInitialized, "invoke before a successful init");
+  if (index >= model_->num_ops())
+    return Status::Error(StatusCode::kInvalidArgument, "op %u of %u", (unsigned)index,
+                         (unsigned)model_->num_ops());
+  const OpInfo op = model_->op(index);
+  const EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
+  Status s = LookupOpKernel(op.opcode)->eval(op, ctx);
+  if (!s.ok()) s.Prefix("op %u (%s)", (unsigned)index, OpcodeName(op.opcode));
+  return s;
+}
+
+Status Interpreter::Invoke() {
+  if (model_ == nullptr)
+    return Status::Error(StatusCode::kNotInitialized, "invoke before a successful init");
+  for (uint32_t i = 0; i < model_->num_ops(); ++i) ESPNN_RETURN_IF_ERROR(InvokeOp(i));
+  return Status::Ok();
+}
+
+}  // namespace espnn

@@ -1,0 +1,10 @@
+// STUB: to be implemented.
+#include "ops/op_util.h"
+
+namespace espnn {
+namespace {
+Status NotImplemented(const Model&, const OpInfo&) { return ops::Fail("not implemented in this runtime"); }
+Status NoEval(const OpInfo&, const EvalContext&) { return ops::Fail("not implemented"); }
+}  // namespace
+extern const OpKernel kMeanHwKernel = {NotImplemented, nullptr, NoEval};
+}  // namespace espnn

@@ -1,0 +1,488 @@
+// XTS3 parser: validates a blob completely before anything runs on it.
+//
+// All arithmetic on sizes, offsets and counts is done in uint32_t with
+// explicit "fits before it is computed" checks (or in uint64_t where a
+// product of at most two uint32_t values is formed), so the checks are the
+// same on the 32-bit target as on a 64-bit host. size_t is never used for
+// blob-controlled quantities.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "espnn/model.h"
+#include "ops/op_kernel.h"
+
+namespace espnn {
+namespace {
+
+using namespace xts3;
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "XTS3 params are copied as little-endian words");
+
+uint16_t LoadU16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+uint32_t LoadU32(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+         ((uint32_t)p[3] << 24);
+}
+
+// True when [offset, offset + length) lies inside [0, limit).
+bool RangeOk(uint32_t offset, uint32_t length, uint32_t limit) {
+  return offset <= limit && length <= limit - offset;
+}
+
+struct SectionDesc {
+  uint32_t id;
+  uint32_t record_size;
+  const char* name;
+};
+constexpr SectionDesc kSections[] = {
+#define ESPNN_X(name, id, rec) {id, rec, #name},
+    ESPNN_XTS3_SECTIONS(ESPNN_X)
+#undef ESPNN_X
+};
+static_assert(sizeof(kSections) / sizeof(kSections[0]) == kNumSectionKinds,
+              "section list and kNumSectionKinds disagree");
+
+struct OpDesc {
+  uint16_t code;
+  uint16_t min_version;
+  uint8_t min_inputs, max_inputs, min_outputs, max_outputs;
+  uint32_t optional_inputs;
+  uint32_t num_params;
+  const char* name;
+};
+constexpr OpDesc kOps[] = {
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  {code, ver, imin, imax, omin, omax, opt, kNumParams_##name, #name},
+    ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+};
+
+const OpDesc* FindOp(uint16_t code) {
+  for (const OpDesc& d : kOps)
+    if (d.code == code) return &d;
+  return nullptr;
+}
+
+Status ParseHeaderAndSections(const uint8_t* p, uint32_t size, uint16_t* version,
+                              uint32_t* arena_size, uint32_t sec_offset[],
+                              uint32_t sec_bytes[], uint32_t sec_count[]) {
+  if (size < kHeaderSize)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "blob is %u bytes, smaller than the %u-byte header",
+                         (unsigned)size, (unsigned)kHeaderSize);
+  if (LoadU32(p + kHdrMagic) != kMagic)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "header: bad magic 0x%08x (expected 'XTS3')",
+                         (unsigned)LoadU32(p + kHdrMagic));
+  *version = LoadU16(p + kHdrVersion);
+  if (*version < kMinFormatVersion || *version > kFormatVersion)
+    return Status::Error(StatusCode::kUnsupportedVersion,
+                         "header: format version %u is not supported (this runtime reads %u..%u)",
+                         (unsigned)*version, (unsigned)kMinFormatVersion,
+                         (unsigned)kFormatVersion);
+  if (LoadU16(p + kHdrHeaderSize) != kHeaderSize)
+    return Status::Error(StatusCode::kInvalidBlob, "header: header_size is %u, expected %u",
+                         (unsigned)LoadU16(p + kHdrHeaderSize), (unsigned)kHeaderSize);
+  uint32_t blob_size = LoadU32(p + kHdrBlobSize);
+  if (blob_size > kMaxBlobBytes || blob_size < kHeaderSize)
+    return Status::Error(StatusCode::kInvalidBlob, "header: blob_size %u is out of range",
+                         (unsigned)blob_size);
+  if (blob_size > size)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "header: blob_size %u exceeds the %u bytes given (truncated blob)",
+                         (unsigned)blob_size, (unsigned)size);
+  if (LoadU32(p + kHdrFlags) != 0)
+    return Status::Error(StatusCode::kInvalidBlob, "header: flags 0x%x are not defined in version %u",
+                         (unsigned)LoadU32(p + kHdrFlags), (unsigned)*version);
+  if (LoadU32(p + kHdrReserved) != 0)
+    return Status::Error(StatusCode::kInvalidBlob, "header: reserved field is not 0");
+  *arena_size = LoadU32(p + kHdrArenaSize);
+  if (*arena_size > kMaxArenaBytes || *arena_size % kArenaAlignment != 0)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "header: arena_size %u must be a multiple of %u and at most %u",
+                         (unsigned)*arena_size, (unsigned)kArenaAlignment,
+                         (unsigned)kMaxArenaBytes);
+
+  uint32_t nsec = LoadU32(p + kHdrSectionCount);
+  uint32_t table = LoadU32(p + kHdrSectionTable);
+  if (nsec != kNumSectionKinds)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "header: section_count is %u, version %u has exactly %u sections",
+                         (unsigned)nsec, (unsigned)*version, (unsigned)kNumSectionKinds);
+  if (table < kHeaderSize || table % 4 != 0 ||
+      !RangeOk(table, nsec * kSectionEntrySize, blob_size))
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "header: section table at offset %u (%u entries) does not fit the %u-byte blob",
+                         (unsigned)table, (unsigned)nsec, (unsigned)blob_size);
+  const uint32_t table_end = table + nsec * kSectionEntrySize;
+
+  bool seen[kNumSectionKinds] = {};
+  for (uint32_t i = 0; i < nsec; ++i) {
+    const uint8_t* e = p + table + i * kSectionEntrySize;
+    uint32_t kind = LoadU32(e), off = LoadU32(e + 4), bytes = LoadU32(e + 8),
+             count = LoadU32(e + 12);
+    if (kind < 1 || kind > kNumSectionKinds)
+      return Status::Error(StatusCode::kInvalidBlob, "section table entry %u: unknown section kind %u",
+                           (unsigned)i, (unsigned)kind);
+    const SectionDesc& d = kSections[kind - 1];
+    if (seen[kind - 1])
+      return Status::Error(StatusCode::kInvalidBlob, "section %s appears twice", d.name);
+    seen[kind - 1] = true;
+    uint32_t align = (Section)kind == Section::CONSTANTS ? kConstantAlignment : 4u;
+    if (off % align != 0)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "section %s: offset %u is not %u-byte aligned", d.name,
+                           (unsigned)off, (unsigned)align);
+    if (!RangeOk(off, bytes, blob_size))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "section %s: bytes [%u, +%u) exceed the %u-byte blob", d.name,
+                           (unsigned)off, (unsigned)bytes, (unsigned)blob_size);
+    if (bytes != 0 && off < table_end)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "section %s: offset %u overlaps the header or section table", d.name,
+                           (unsigned)off);
+    if (d.record_size != 0) {
+      // count * record_size must equal bytes; compare by division so a count
+      // that would wrap 32-bit arithmetic cannot pass.
+      if (bytes % d.record_size != 0 || count != bytes / d.record_size)
+        return Status::Error(StatusCode::kInvalidBlob,
+                             "section %s: count %u does not match %u bytes of %u-byte records",
+                             d.name, (unsigned)count, (unsigned)bytes, (unsigned)d.record_size);
+    } else if (count != 0) {
+      return Status::Error(StatusCode::kInvalidBlob, "section %s: count must be 0, got %u",
+                           d.name, (unsigned)count);
+    }
+    sec_offset[kind - 1] = off;
+    sec_bytes[kind - 1] = bytes;
+    sec_count[kind - 1] = count;
+  }
+  // Sections must not overlap one another.
+  for (uint32_t a = 0; a < kNumSectionKinds; ++a)
+    for (uint32_t b = a + 1; b < kNumSectionKinds; ++b) {
+      if (sec_bytes[a] == 0 || sec_bytes[b] == 0) continue;
+      if (sec_offset[a] < sec_offset[b] + sec_bytes[b] &&
+          sec_offset[b] < sec_offset[a] + sec_bytes[a])
+        return Status::Error(StatusCode::kInvalidBlob, "sections %s and %s overlap",
+                             kSections[a].name, kSections[b].name);
+    }
+  return Status::Ok();
+}
+
+Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec,
+                         uint32_t arena_size, uint32_t constants_bytes) {
+  const uint32_t esize = DTypeSize(t.dtype);
+  if (esize == 0)
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: unknown dtype %u", (unsigned)index,
+                         (unsigned)rec[kTenDtype]);
+  if (t.rank < 1 || t.rank > kMaxRank)
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: rank %u is not in 1..%u",
+                         (unsigned)index, (unsigned)t.rank, (unsigned)kMaxRank);
+  if (rec[kTenFlags] != 0)
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: flags must be 0", (unsigned)index);
+  uint64_t elements = 1;
+  for (uint32_t d = 0; d < kMaxRank; ++d) {
+    uint32_t v = t.dims[d];
+    if (d < t.rank) {
+      if (v == 0 || v > kMaxDim)
+        return Status::Error(StatusCode::kInvalidBlob,
+                             "tensor %u: dims[%u] = %u is not in 1..%u (int32 view %d)",
+                             (unsigned)index, (unsigned)d, (unsigned)v, (unsigned)kMaxDim, (int)v);
+      elements *= v;  // <= 2^24 * 2^31: no uint64 overflow, checked each step
+      if (elements > kMaxTensorBytes)
+        return Status::Error(StatusCode::kInvalidBlob,
+                             "tensor %u: more than %u elements", (unsigned)index,
+                             (unsigned)kMaxTensorBytes);
+    } else if (v != 0) {
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: dims[%u] = %u beyond rank %u must be 0", (unsigned)index,
+                           (unsigned)d, (unsigned)v, (unsigned)t.rank);
+    }
+  }
+  if (elements * esize != t.nbytes)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "tensor %u: nbytes %u != %llu elements x %u bytes", (unsigned)index,
+                         (unsigned)t.nbytes, (unsigned long long)elements, (unsigned)esize);
+  if (!(t.scale >= 0.0f) || isinf(t.scale))
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: scale must be finite and >= 0",
+                         (unsigned)index);
+  if (t.memory == Memory::ARENA) {
+    if (t.offset % kArenaAlignment != 0)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: arena offset %u is not %u-byte aligned", (unsigned)index,
+                           (unsigned)t.offset, (unsigned)kArenaAlignment);
+    if (!RangeOk(t.offset, t.nbytes, arena_size))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: arena bytes [%u, +%u) exceed arena_size %u",
+                           (unsigned)index, (unsigned)t.offset, (unsigned)t.nbytes,
+                           (unsigned)arena_size);
+  } else if (t.memory == Memory::CONSTANT) {
+    if (t.offset % esize != 0)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: %s constant at offset %u is not %u-byte aligned",
+                           (unsigned)index, DTypeName(t.dtype), (unsigned)t.offset,
+                           (unsigned)esize);
+    if (!RangeOk(t.offset, t.nbytes, constants_bytes))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: constant bytes [%u, +%u) exceed the %u-byte CONSTANTS section",
+                           (unsigned)index, (unsigned)t.offset, (unsigned)t.nbytes,
+                           (unsigned)constants_bytes);
+  } else {
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: unknown memory kind %u",
+                         (unsigned)index, (unsigned)rec[kTenMemory]);
+  }
+  return Status::Ok();
+}
+
+// Set of tensors whose value exists at a point of the execution order.
+struct TensorBitset {
+  uint8_t bits[kMaxTensors / 8];
+  TensorBitset() { memset(bits, 0, sizeof(bits)); }
+  bool has(uint32_t i) const { return (bits[i >> 3] >> (i & 7)) & 1; }
+  void add(uint32_t i) { bits[i >> 3] = (uint8_t)(bits[i >> 3] | (1u << (i & 7))); }
+};
+
+Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_count,
+               uint32_t params_count, TensorBitset* defined, const TensorBitset& graph_inputs) {
+  const uint16_t code = LoadU16(rec + kOpOpcode);
+  const OpDesc* d = FindOp(code);
+  if (d == nullptr || d->min_version > m.version())
+    return Status::Error(StatusCode::kInvalidBlob, "op %u: unknown opcode %u for format version %u",
+                         (unsigned)index, (unsigned)code, (unsigned)m.version());
+  const uint32_t nin = rec[kOpNumInputs], nout = rec[kOpNumOutputs];
+  if (nin < d->min_inputs || nin > d->max_inputs || nout < d->min_outputs ||
+      nout > d->max_outputs)
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "op %u (%s): %u inputs / %u outputs, expected %u..%u / %u..%u",
+                         (unsigned)index, d->name, (unsigned)nin, (unsigned)nout,
+                         (unsigned)d->min_inputs, (unsigned)d->max_inputs,
+                         (unsigned)d->min_outputs, (unsigned)d->max_outputs);
+  const uint32_t io_start = LoadU32(rec + kOpIoStart);
+  if (!RangeOk(io_start, nin + nout, io_count))
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "op %u (%s): io entries [%u, +%u) exceed OP_IO's %u entries",
+                         (unsigned)index, d->name, (unsigned)io_start, (unsigned)(nin + nout),
+                         (unsigned)io_count);
+  const uint32_t pstart = LoadU32(rec + kOpParamsStart), pcount = LoadU32(rec + kOpParamsCount);
+  if (pcount != d->num_params)
+    return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): %u parameter words, expected %u",
+                         (unsigned)index, d->name, (unsigned)pcount, (unsigned)d->num_params);
+  if (!RangeOk(pstart, pcount, params_count))
+    return Status::Error(StatusCode::kInvalidBlob,
+                         "op %u (%s): params [%u, +%u) exceed PARAMS' %u words",
+                         (unsigned)index, d->name, (unsigned)pstart, (unsigned)pcount,
+                         (unsigned)params_count);
+  // Only now that the record's ranges are known to be inside their sections
+  // may it be decoded.
+  const OpInfo op = m.op(index);
+  for (uint32_t k = 0; k < nin; ++k) {
+    uint16_t t = op.inputs[k];
+    if (t == kNoTensor) {
+      if (!((d->optional_inputs >> k) & 1))
+        return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): input %u is required",
+                             (unsigned)op.index, d->name, (unsigned)k);
+      continue;
+    }
+    if (t >= m.num_tensors())
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "op %u (%s): input %u refers to tensor %u of %u", (unsigned)op.index,
+                           d->name, (unsigned)k, (unsigned)t, (unsigned)m.num_tensors());
+    if (m.tensor(t).memory == Memory::ARENA && !defined->has(t))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "op %u (%s): input %u reads tensor %u before any op writes it",
+                           (unsigned)op.index, d->name, (unsigned)k, (unsigned)t);
+  }
+  for (uint32_t k = 0; k < nout; ++k) {
+    uint16_t t = op.outputs[k];
+    if (t >= m.num_tensors())
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "op %u (%s): output %u refers to tensor %u of %u", (unsigned)op.index,
+                           d->name, (unsigned)k, (unsigned)t, (unsigned)m.num_tensors());
+    if (m.tensor(t).memory != Memory::ARENA)
+      return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): output %u (tensor %u) is a constant",
+                           (unsigned)op.index, d->name, (unsigned)k, (unsigned)t);
+    if (defined->has(t) || graph_inputs.has(t))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "op %u (%s): output %u (tensor %u) is already written by a graph input or an earlier op",
+                           (unsigned)op.index, d->name, (unsigned)k, (unsigned)t);
+    defined->add(t);  // also catches an op writing one tensor twice
+  }
+  const OpKernel* kernel = LookupOpKernel((Opcode)code);
+  if (kernel == nullptr)
+    return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): no kernel in this runtime",
+                         (unsigned)op.index, d->name);
+  Status s = kernel->validate(m, op);
+  if (!s.ok()) {
+    return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): %s", (unsigned)op.index, d->name,
+                         s.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+uint32_t TensorInfo::num_elements() const {
+  uint32_t n = 1;
+  for (uint32_t d = 0; d < rank; ++d) n *= dims[d];
+  return n;
+}
+
+bool TensorInfo::same_shape(const TensorInfo& o) const {
+  if (rank != o.rank) return false;
+  for (uint32_t d = 0; d < rank; ++d)
+    if (dims[d] != o.dims[d]) return false;
+  return true;
+}
+
+const char* OpcodeName(Opcode op) {
+  const OpDesc* d = FindOp((uint16_t)op);
+  return d ? d->name : "UNKNOWN";
+}
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+#define ESPNN_X(name, id, size) \
+  case DType::name:             \
+    return #name;
+    ESPNN_XTS3_DTYPES(ESPNN_X)
+#undef ESPNN_X
+  }
+  return "UNKNOWN";
+}
+
+uint32_t DTypeSize(DType dtype) {
+  switch (dtype) {
+#define ESPNN_X(name, id, size) \
+  case DType::name:             \
+    return size;
+    ESPNN_XTS3_DTYPES(ESPNN_X)
+#undef ESPNN_X
+  }
+  return 0;
+}
+
+TensorInfo Model::tensor(uint32_t index) const {
+  const uint8_t* r = section_[kTensors] + index * kTensorRecordSize;
+  TensorInfo t;
+  t.dtype = (DType)r[kTenDtype];
+  t.rank = r[kTenRank];
+  t.memory = (Memory)r[kTenMemory];
+  t.offset = LoadU32(r + kTenOffset);
+  t.nbytes = LoadU32(r + kTenNbytes);
+  t.zero_point = (int32_t)LoadU32(r + kTenZeroPoint);
+  uint32_t scale_bits = LoadU32(r + kTenScale);
+  memcpy(&t.scale, &scale_bits, 4);
+  for (uint32_t d = 0; d < kMaxRank; ++d) t.dims[d] = LoadU32(r + kTenDims + 4 * d);
+  return t;
+}
+
+OpInfo Model::op(uint32_t index) const {
+  const uint8_t* r = section_[kOps] + index * kOpRecordSize;
+  OpInfo op;
+  op.index = index;
+  op.opcode = (Opcode)LoadU16(r + kOpOpcode);
+  op.num_inputs = r[kOpNumInputs];
+  op.num_outputs = r[kOpNumOutputs];
+  op.params_count = LoadU32(r + kOpParamsCount);
+  op.params = section_[kParams] + (size_t)LoadU32(r + kOpParamsStart) * 4u;
+  op.debug_handle = LoadU32(r + kOpDebugHandle);
+  const uint32_t io = LoadU32(r + kOpIoStart);
+  // Bounded by the record's own counts, which the parser has range-checked
+  // (before that, clamp to the arrays so a bad record cannot overflow them).
+  uint32_t nin = op.num_inputs < kMaxOpInputs ? op.num_inputs : kMaxOpInputs;
+  uint32_t nout = op.num_outputs < kMaxOpOutputs ? op.num_outputs : kMaxOpOutputs;
+  for (uint32_t k = 0; k < kMaxOpInputs; ++k)
+    op.inputs[k] = k < nin ? LoadU16(section_[kOpIo] + 2u * (io + k)) : kNoTensor;
+  for (uint32_t k = 0; k < kMaxOpOutputs; ++k)
+    op.outputs[k] = k < nout ? LoadU16(section_[kOpIo] + 2u * (io + nin + k)) : kNoTensor;
+  return op;
+}
+
+uint16_t Model::ReadU16At(SectionSlot s, uint32_t i) const { return LoadU16(section_[s] + 2u * i); }
+
+const uint8_t* Model::constant_data(const TensorInfo& t) const {
+  return t.memory == Memory::CONSTANT ? section_[kConstants] + t.offset : nullptr;
+}
+
+Status ParseModel(const void* data, size_t size, Model* out) {
+  *out = Model();
+  if (data == nullptr)
+    return Status::Error(StatusCode::kInvalidArgument, "blob pointer is null");
+  if ((uintptr_t)data % kBlobAlignment != 0)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "blob at %p is not %u-byte aligned; copy it to an aligned buffer", data,
+                         (unsigned)kBlobAlignment);
+  const uint8_t* p = (const uint8_t*)data;
+  const uint32_t size32 = size > kMaxBlobBytes ? kMaxBlobBytes : (uint32_t)size;
+
+  Model m;
+  uint32_t off[kNumSectionKinds] = {}, bytes[kNumSectionKinds] = {}, count[kNumSectionKinds] = {};
+  ESPNN_RETURN_IF_ERROR(ParseHeaderAndSections(p, size32, &m.version_, &m.arena_size_, off,
+                                               bytes, count));
+  m.base_ = p;
+  m.size_ = LoadU32(p + kHdrBlobSize);
+  // The Model's slots follow the section ids (TENSORS = 1 -> slot 0 ...).
+  for (uint32_t i = 0; i < kNumSectionKinds; ++i) {
+    m.section_[i] = p + off[i];
+    m.section_bytes_[i] = bytes[i];
+    m.count_[i] = count[i];
+  }
+
+  if (m.num_tensors() > kMaxTensors)
+    return Status::Error(StatusCode::kInvalidBlob, "%u tensors exceed the limit of %u",
+                         (unsigned)m.num_tensors(), (unsigned)kMaxTensors);
+  if (m.num_ops() > kMaxOps)
+    return Status::Error(StatusCode::kInvalidBlob, "%u ops exceed the limit of %u",
+                         (unsigned)m.num_ops(), (unsigned)kMaxOps);
+  if (m.num_inputs() < 1 || m.num_inputs() > kMaxGraphInputs)
+    return Status::Error(StatusCode::kInvalidBlob, "%u graph inputs; expected 1..%u",
+                         (unsigned)m.num_inputs(), (unsigned)kMaxGraphInputs);
+  if (m.num_outputs() < 1 || m.num_outputs() > kMaxGraphOutputs)
+    return Status::Error(StatusCode::kInvalidBlob, "%u graph outputs; expected 1..%u",
+                         (unsigned)m.num_outputs(), (unsigned)kMaxGraphOutputs);
+
+  for (uint32_t i = 0; i < m.num_tensors(); ++i) {
+    ESPNN_RETURN_IF_ERROR(CheckTensorRecord(m.tensor(i), i,
+                                            m.section_[Model::kTensors] + i * kTensorRecordSize,
+                                            m.arena_size_, m.section_bytes_[Model::kConstants]));
+  }
+
+  TensorBitset defined, graph_inputs;
+  for (uint32_t i = 0; i < m.num_inputs(); ++i) {
+    uint16_t t = m.input(i);
+    if (t >= m.num_tensors())
+      return Status::Error(StatusCode::kInvalidBlob, "graph input %u refers to tensor %u of %u",
+                           (unsigned)i, (unsigned)t, (unsigned)m.num_tensors());
+    if (m.tensor(t).memory != Memory::ARENA)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "graph input %u (tensor %u) must live in the arena", (unsigned)i,
+                           (unsigned)t);
+    if (graph_inputs.has(t))
+      return Status::Error(StatusCode::kInvalidBlob, "graph input %u repeats tensor %u",
+                           (unsigned)i, (unsigned)t);
+    graph_inputs.add(t);
+    defined.add(t);
+  }
+
+  for (uint32_t i = 0; i < m.num_ops(); ++i) {
+    const uint8_t* rec = m.section_[Model::kOps] + i * kOpRecordSize;
+    ESPNN_RETURN_IF_ERROR(CheckOp(m, i, rec, m.count_[Model::kOpIo], m.count_[Model::kParams],
+                                  &defined, graph_inputs));
+  }
+
+  for (uint32_t i = 0; i < m.num_outputs(); ++i) {
+    uint16_t t = m.output(i);
+    if (t >= m.num_tensors())
+      return Status::Error(StatusCode::kInvalidBlob, "graph output %u refers to tensor %u of %u",
+                           (unsigned)i, (unsigned)t, (unsigned)m.num_tensors());
+    if (m.tensor(t).memory != Memory::ARENA || !defined.has(t))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "graph output %u (tensor %u) is not written by any op or graph input",
+                           (unsigned)i, (unsigned)t);
+  }
+  *out = m;
+  return Status::Ok();
+}
+
+}  // namespace espnn

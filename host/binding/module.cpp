@@ -1,0 +1,320 @@
+// executorch_espnn._native: the device runtime, compiled for the host.
+//
+// Exposes the XTS3 format constants (from xts3_format.h, the single source
+// of truth that the Python writer reads), the native parser, and the
+// interpreter running on numpy arrays. No arithmetic is done here.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "espnn/interpreter.h"
+#include "espnn/model.h"
+#include "espnn/xts3_format.h"
+
+namespace py = pybind11;
+using namespace espnn;
+using namespace espnn::xts3;
+
+__attribute__((weak)) void bind_espnn_kernels(py::module_& m);  // kernels_binding.cpp (TEMP weak)
+
+namespace {
+
+// A heap buffer whose data pointer is 16-byte aligned (the blob, the arena
+// and the scratch buffer all need it).
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(size_t bytes) : raw_(new uint8_t[bytes + 16]()) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(raw_.get());
+    data_ = reinterpret_cast<uint8_t*>((p + 15) & ~uintptr_t(15));
+    size_ = bytes;
+  }
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<uint8_t[]> raw_;
+  uint8_t* data_;
+  size_t size_;
+};
+
+[[noreturn]] void ThrowStatus(const Status& s) {
+  if (s.code() == StatusCode::kInvalidArgument) throw py::value_error(s.message());
+  throw py::value_error(s.message());
+}
+
+py::dtype NumpyDType(DType d) {
+  switch (d) {
+    case DType::INT8: return py::dtype::of<int8_t>();
+    case DType::INT32: return py::dtype::of<int32_t>();
+    case DType::FLOAT32: return py::dtype::of<float>();
+  }
+  throw py::value_error("unknown dtype");
+}
+
+std::vector<ssize_t> Shape(const TensorInfo& t) {
+  return std::vector<ssize_t>(t.dims, t.dims + t.rank);
+}
+
+py::dict TensorDict(const TensorInfo& t, uint32_t index) {
+  py::dict d;
+  d["index"] = index;
+  d["dtype"] = DTypeName(t.dtype);
+  d["shape"] = py::tuple(py::cast(Shape(t)));
+  d["memory"] = t.memory == Memory::ARENA ? "ARENA" : "CONSTANT";
+  d["offset"] = t.offset;
+  d["nbytes"] = t.nbytes;
+  d["scale"] = t.scale;
+  d["zero_point"] = t.zero_point;
+  return d;
+}
+
+// Parameter field names per opcode, from the X-macros in xts3_format.h.
+std::vector<std::string> ParamNames(Opcode op) {
+  switch (op) {
+#define ESPNN_FIELD_NAME(name) names.push_back(#name);
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  case Opcode::name: {                                        \
+    std::vector<std::string> names;                           \
+    ESPNN_XTS3_PARAMS_##name(ESPNN_FIELD_NAME) return names;  \
+  }
+    ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+#undef ESPNN_FIELD_NAME
+  }
+  return {};
+}
+
+py::dict OpDict(const OpInfo& op) {
+  py::dict d;
+  d["index"] = op.index;
+  d["op"] = OpcodeName(op.opcode);
+  d["debug_handle"] = op.debug_handle;
+  py::list ins, outs;
+  for (uint32_t k = 0; k < op.num_inputs; ++k)
+    ins.append(op.inputs[k] == kNoTensor ? py::object(py::none()) : py::int_(op.inputs[k]));
+  for (uint32_t k = 0; k < op.num_outputs; ++k) outs.append(op.outputs[k]);
+  d["inputs"] = ins;
+  d["outputs"] = outs;
+  py::dict params;
+  std::vector<std::string> names = ParamNames(op.opcode);
+  for (size_t k = 0; k < names.size() && k < op.params_count; ++k) {
+    int32_t v;
+    std::memcpy(&v, op.params + 4 * k, 4);
+    params[names[k].c_str()] = v;
+  }
+  d["params"] = params;
+  return d;
+}
+
+// A parsed blob that can be run repeatedly: owns aligned copies of the
+// blob, the arena and the scratch buffer, like the device glue does.
+class Program {
+ public:
+  explicit Program(py::bytes blob) {
+    std::string bytes = blob;
+    blob_ = std::make_unique<AlignedBuffer>(bytes.size());
+    std::memcpy(blob_->data(), bytes.data(), bytes.size());
+    Status s = ParseModel(blob_->data(), blob_->size(), &model_);
+    if (!s.ok()) ThrowStatus(s);
+    req_ = ComputeMemoryRequirements(model_);
+    arena_ = std::make_unique<AlignedBuffer>(req_.arena_bytes);
+    scratch_ = std::make_unique<AlignedBuffer>(req_.scratch_bytes);
+    s = interp_.Init(&model_, arena_->data(), arena_->size(), scratch_->data(), scratch_->size());
+    if (!s.ok()) ThrowStatus(s);
+  }
+
+  uint32_t arena_bytes() const { return req_.arena_bytes; }
+  uint32_t scratch_bytes() const { return req_.scratch_bytes; }
+
+  py::dict Summary() const {
+    py::dict d;
+    d["version"] = model_.version();
+    d["size"] = model_.size();
+    d["arena_bytes"] = req_.arena_bytes;
+    d["scratch_bytes"] = req_.scratch_bytes;
+    py::list tensors, ops, inputs, outputs;
+    for (uint32_t i = 0; i < model_.num_tensors(); ++i) tensors.append(TensorDict(model_.tensor(i), i));
+    for (uint32_t i = 0; i < model_.num_ops(); ++i) ops.append(OpDict(model_.op(i)));
+    for (uint32_t i = 0; i < model_.num_inputs(); ++i) inputs.append(model_.input(i));
+    for (uint32_t i = 0; i < model_.num_outputs(); ++i) outputs.append(model_.output(i));
+    d["tensors"] = tensors;
+    d["ops"] = ops;
+    d["inputs"] = inputs;
+    d["outputs"] = outputs;
+    return d;
+  }
+
+  py::list Run(const std::vector<py::array>& inputs) {
+    if (inputs.size() != interp_.num_inputs())
+      throw py::value_error("expected " + std::to_string(interp_.num_inputs()) +
+                            " inputs, got " + std::to_string(inputs.size()));
+    for (uint32_t i = 0; i < interp_.num_inputs(); ++i) {
+      const TensorInfo t = interp_.input_info(i);
+      py::array a = inputs[i];
+      if (!a.dtype().is(NumpyDType(t.dtype)))
+        throw py::value_error("input " + std::to_string(i) + ": dtype " +
+                              std::string(py::str(a.dtype())) + ", the graph expects " +
+                              DTypeName(t.dtype));
+      std::vector<ssize_t> want = Shape(t);
+      std::vector<ssize_t> got(a.shape(), a.shape() + a.ndim());
+      if (want != got)
+        throw py::value_error("input " + std::to_string(i) + ": shape " +
+                              std::string(py::str(py::cast(got))) + ", the graph expects " +
+                              std::string(py::str(py::cast(want))));
+      py::array c = py::array::ensure(a, py::array::c_style);
+      std::memcpy(interp_.input_data(i), c.data(), t.nbytes);
+    }
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = interp_.Invoke();
+    }
+    if (!s.ok()) throw std::runtime_error(s.message());
+    py::list outs;
+    for (uint32_t i = 0; i < interp_.num_outputs(); ++i) {
+      const TensorInfo t = interp_.output_info(i);
+      py::array out(NumpyDType(t.dtype), Shape(t));
+      std::memcpy(out.mutable_data(), interp_.output_data(i), t.nbytes);
+      outs.append(out);
+    }
+    return outs;
+  }
+
+ private:
+  std::unique_ptr<AlignedBuffer> blob_, arena_, scratch_;
+  Model model_;
+  MemoryRequirements req_{};
+  Interpreter interp_;
+};
+
+void BindFormatConstants(py::module_& m) {
+  m.attr("FORMAT_MAGIC") = kMagic;
+  m.attr("FORMAT_VERSION") = kFormatVersion;
+  m.attr("MIN_FORMAT_VERSION") = kMinFormatVersion;
+  m.attr("HEADER_SIZE") = kHeaderSize;
+  py::dict header;
+  header["magic"] = kHdrMagic;
+  header["version"] = kHdrVersion;
+  header["header_size"] = kHdrHeaderSize;
+  header["blob_size"] = kHdrBlobSize;
+  header["flags"] = kHdrFlags;
+  header["arena_size"] = kHdrArenaSize;
+  header["section_count"] = kHdrSectionCount;
+  header["section_table"] = kHdrSectionTable;
+  header["reserved"] = kHdrReserved;
+  m.attr("HEADER_FIELDS") = header;
+  m.attr("SECTION_ENTRY_SIZE") = kSectionEntrySize;
+  py::dict sections;
+#define ESPNN_X(name, id, rec) sections[#name] = py::make_tuple(id, rec);
+  ESPNN_XTS3_SECTIONS(ESPNN_X)
+#undef ESPNN_X
+  m.attr("SECTIONS") = sections;
+
+  m.attr("TENSOR_RECORD_SIZE") = kTensorRecordSize;
+  py::dict tfields;
+  tfields["dtype"] = kTenDtype;
+  tfields["rank"] = kTenRank;
+  tfields["memory"] = kTenMemory;
+  tfields["flags"] = kTenFlags;
+  tfields["offset"] = kTenOffset;
+  tfields["nbytes"] = kTenNbytes;
+  tfields["zero_point"] = kTenZeroPoint;
+  tfields["scale"] = kTenScale;
+  tfields["dims"] = kTenDims;
+  m.attr("TENSOR_FIELDS") = tfields;
+
+  m.attr("OP_RECORD_SIZE") = kOpRecordSize;
+  py::dict ofields;
+  ofields["opcode"] = kOpOpcode;
+  ofields["num_inputs"] = kOpNumInputs;
+  ofields["num_outputs"] = kOpNumOutputs;
+  ofields["io_start"] = kOpIoStart;
+  ofields["params_start"] = kOpParamsStart;
+  ofields["params_count"] = kOpParamsCount;
+  ofields["debug_handle"] = kOpDebugHandle;
+  m.attr("OP_FIELDS") = ofields;
+
+  py::dict dtypes;
+#define ESPNN_X(name, id, size) dtypes[#name] = py::make_tuple(id, size);
+  ESPNN_XTS3_DTYPES(ESPNN_X)
+#undef ESPNN_X
+  m.attr("DTYPES") = dtypes;
+  py::dict memory;
+#define ESPNN_X(name, id) memory[#name] = id;
+  ESPNN_XTS3_MEMORY_KINDS(ESPNN_X)
+#undef ESPNN_X
+  m.attr("MEMORY_KINDS") = memory;
+
+  py::dict opcodes;
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt)                               \
+  {                                                                                        \
+    py::dict d;                                                                            \
+    d["opcode"] = code;                                                                    \
+    d["min_version"] = ver;                                                                \
+    d["min_inputs"] = imin;                                                                \
+    d["max_inputs"] = imax;                                                                \
+    d["min_outputs"] = omin;                                                               \
+    d["max_outputs"] = omax;                                                               \
+    d["optional_inputs"] = opt;                                                            \
+    d["params"] = py::tuple(py::cast(ParamNames(Opcode::name)));                           \
+    opcodes[#name] = d;                                                                    \
+  }
+  ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+  m.attr("OPCODES") = opcodes;
+
+  m.attr("NO_TENSOR") = kNoTensor;
+  py::dict limits;
+  limits["max_rank"] = kMaxRank;
+  limits["max_tensors"] = kMaxTensors;
+  limits["max_ops"] = kMaxOps;
+  limits["max_graph_inputs"] = kMaxGraphInputs;
+  limits["max_graph_outputs"] = kMaxGraphOutputs;
+  limits["max_op_inputs"] = kMaxOpInputs;
+  limits["max_op_outputs"] = kMaxOpOutputs;
+  limits["max_dim"] = kMaxDim;
+  limits["max_kernel_dim"] = kMaxKernelDim;
+  limits["max_tensor_bytes"] = kMaxTensorBytes;
+  limits["max_arena_bytes"] = kMaxArenaBytes;
+  limits["max_blob_bytes"] = kMaxBlobBytes;
+  m.attr("LIMITS") = limits;
+  m.attr("CONSTANT_ALIGNMENT") = kConstantAlignment;
+  m.attr("ARENA_ALIGNMENT") = kArenaAlignment;
+  m.attr("BLOB_ALIGNMENT") = kBlobAlignment;
+  m.attr("LUT_ENTRIES") = kLutEntries;
+  m.attr("BILINEAR_FRAC_BITS") = kBilinearFracBits;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "executorch-espnn device runtime (XTS3 parser + int8 interpreter), host build";
+  BindFormatConstants(m);
+  m.attr("KERNEL_SOURCE") = ESPNN_KERNEL_SOURCE;
+
+  py::class_<Program>(m, "Program",
+                      "A parsed XTS3 blob with its own arena and scratch, ready to run.")
+      .def(py::init<py::bytes>(), py::arg("blob"))
+      .def_property_readonly("arena_bytes", &Program::arena_bytes)
+      .def_property_readonly("scratch_bytes", &Program::scratch_bytes)
+      .def("summary", &Program::Summary)
+      .def("run", &Program::Run, py::arg("inputs"),
+           "Runs the graph on numpy arrays (dtype and shape must match the graph inputs).");
+
+  m.def(
+      "parse",
+      [](py::bytes blob) { return Program(blob).Summary(); }, py::arg("blob"),
+      "Parses and validates a blob; returns a summary dict or raises ValueError with the "
+      "parser's message.");
+  m.def(
+      "run",
+      [](py::bytes blob, const std::vector<py::array>& inputs) { return Program(blob).Run(inputs); },
+      py::arg("blob"), py::arg("inputs"), "Parses a blob and runs it once.");
+
+  if (bind_espnn_kernels) bind_espnn_kernels(m);
+}

@@ -1,0 +1,231 @@
+"""Low-level XTS3 writer: a graph of tensors and ops -> bytes.
+
+Every constant of the format (magic, version, record layouts, opcodes,
+parameter names, limits) comes from the native runtime's header through
+``executorch_espnn._native``; nothing about the layout is restated here.
+docs/xts3-format.md describes the bytes.
+
+The writer checks what the caller passes (op names, parameter names, tensor
+indices) so mistakes surface as a ValueError at the call that made them; the
+native parser remains the judge of whether the blob is valid.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .. import _native as fmt
+
+_NUMPY_TO_DTYPE = {np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32", np.dtype(np.float32): "FLOAT32"}
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+@dataclass
+class _Tensor:
+    shape: tuple[int, ...]
+    dtype: str
+    memory: str  # "ARENA" or "CONSTANT"
+    scale: float = 0.0
+    zero_point: int = 0
+    data: bytes | None = None  # constants only
+    offset: int | None = None  # arena offset override (tests, planners)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * fmt.DTYPES[self.dtype][1]
+
+
+@dataclass
+class _Op:
+    name: str
+    inputs: list[int]
+    outputs: list[int]
+    params: list[int]
+    debug_handle: int = 0
+
+
+@dataclass
+class Xts3Writer:
+    """Builds an XTS3 blob. Tensor and op indices are returned as ints."""
+
+    _tensors: list[_Tensor] = field(default_factory=list)
+    _ops: list[_Op] = field(default_factory=list)
+    _inputs: list[int] = field(default_factory=list)
+    _outputs: list[int] = field(default_factory=list)
+
+    # -- tensors ---------------------------------------------------------------
+    def tensor(self, shape: Sequence[int], dtype: str = "INT8", *, scale: float = 0.0,
+               zero_point: int = 0, offset: int | None = None) -> int:
+        """An activation tensor (lives in the arena)."""
+        if dtype not in fmt.DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; XTS3 has {sorted(fmt.DTYPES)}")
+        self._tensors.append(_Tensor(tuple(int(d) for d in shape), dtype, "ARENA", float(scale),
+                                     int(zero_point), offset=offset))
+        return len(self._tensors) - 1
+
+    def constant(self, array: np.ndarray, *, scale: float = 0.0, zero_point: int = 0) -> int:
+        """A constant tensor; its dtype is the array's (int8, int32 or float32)."""
+        array = np.asarray(array)
+        dtype = _NUMPY_TO_DTYPE.get(array.dtype)
+        if dtype is None:
+            raise ValueError(f"constants must be int8, int32 or float32, not {array.dtype}")
+        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        shape = array.shape if array.ndim else (1,)
+        self._tensors.append(_Tensor(tuple(shape), dtype, "CONSTANT", float(scale), int(zero_point), data))
+        return len(self._tensors) - 1
+
+    # -- ops ---------------------------------------------------------------------
+    def op(self, name: str, inputs: Iterable[int | None], outputs: Iterable[int], *,
+           debug_handle: int = 0, **params: int | float) -> int:
+        """Appends an op; ``params`` must name exactly the opcode's fields."""
+        spec = fmt.OPCODES.get(name)
+        if spec is None:
+            raise ValueError(f"unknown op {name!r}; XTS3 has {sorted(fmt.OPCODES)}")
+        names = spec["params"]
+        missing = [n for n in names if n not in params]
+        extra = [n for n in params if n not in names]
+        if missing or extra:
+            raise ValueError(f"{name}: missing params {missing}, unknown params {extra}; fields are {list(names)}")
+        words = []
+        for n in names:
+            v = params[n]
+            if n.endswith("_f32"):
+                words.append(struct.unpack("<i", struct.pack("<f", float(v)))[0])
+            else:
+                if int(v) != v or not -(2**31) <= int(v) < 2**31:
+                    raise ValueError(f"{name}.{n} = {v!r} is not an int32")
+                words.append(int(v))
+        ins = [fmt.NO_TENSOR if t is None else self._check_index(t) for t in inputs]
+        outs = [self._check_index(t) for t in outputs]
+        self._ops.append(_Op(name, ins, outs, words, int(debug_handle)))
+        return len(self._ops) - 1
+
+    def set_inputs(self, tensors: Iterable[int]) -> None:
+        self._inputs = [self._check_index(t) for t in tensors]
+
+    def set_outputs(self, tensors: Iterable[int]) -> None:
+        self._outputs = [self._check_index(t) for t in tensors]
+
+    def _check_index(self, t: int) -> int:
+        if not 0 <= int(t) < len(self._tensors):
+            raise ValueError(f"tensor index {t} does not exist (have {len(self._tensors)})")
+        return int(t)
+
+    # -- arena -------------------------------------------------------------------
+    def plan_arena(self) -> tuple[dict[int, int], int]:
+        """Assigns arena offsets: tensors whose lifetimes overlap never share bytes.
+
+        Lifetime of a tensor = [step that writes it, last step that reads it];
+        graph inputs are written before step 0 and graph outputs read after the
+        last step. Greedy first-fit, largest tensors first.
+        """
+        n_steps = len(self._ops)
+        first = {t: -1 for t in self._inputs}
+        last: dict[int, int] = {}
+        for step, op in enumerate(self._ops):
+            for t in op.outputs:
+                first.setdefault(t, step)
+                last[t] = max(last.get(t, step), step)
+            for t in op.inputs:
+                if t != fmt.NO_TENSOR and self._tensors[t].memory == "ARENA":
+                    last[t] = max(last.get(t, step), step)
+        for t in self._outputs:
+            last[t] = n_steps
+        align = fmt.ARENA_ALIGNMENT
+        offsets: dict[int, int] = {}
+        placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
+        arena = [i for i, t in enumerate(self._tensors) if t.memory == "ARENA"]
+        fixed = [i for i in arena if self._tensors[i].offset is not None]
+        for i in fixed:
+            offsets[i] = self._tensors[i].offset
+        for i in sorted((i for i in arena if i not in offsets), key=lambda i: -self._tensors[i].nbytes):
+            lo, hi = first.get(i, -1), last.get(i, n_steps)
+            size = _align(self._tensors[i].nbytes, align)
+            offset = 0
+            for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
+                if offset + size <= o:
+                    break
+                offset = max(offset, _align(e, align))
+            offsets[i] = offset
+            placed.append((offset, offset + size, lo, hi))
+        arena_size = _align(max((offsets[i] + self._tensors[i].nbytes for i in arena), default=0), align)
+        return offsets, arena_size
+
+    # -- bytes -------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        offsets, arena_size = self.plan_arena()
+
+        constants = bytearray()
+        const_offsets: dict[int, int] = {}
+        for i, t in enumerate(self._tensors):
+            if t.memory == "CONSTANT":
+                # 16-byte aligned: satisfies every dtype's natural alignment
+                # and the SIMD loads on the ESP32-S3.
+                constants += bytes(_align(len(constants), fmt.CONSTANT_ALIGNMENT) - len(constants))
+                const_offsets[i] = len(constants)
+                constants += t.data
+
+        tf = fmt.TENSOR_FIELDS
+        tensors = bytearray()
+        for i, t in enumerate(self._tensors):
+            rec = bytearray(fmt.TENSOR_RECORD_SIZE)
+            rec[tf["dtype"]] = fmt.DTYPES[t.dtype][0]
+            rec[tf["rank"]] = len(t.shape)
+            rec[tf["memory"]] = fmt.MEMORY_KINDS[t.memory]
+            off = const_offsets[i] if t.memory == "CONSTANT" else offsets[i]
+            struct.pack_into("<IIif", rec, tf["offset"], off, t.nbytes, t.zero_point, t.scale)
+            dims = list(t.shape) + [0] * (fmt.LIMITS["max_rank"] - len(t.shape))
+            if len(dims) > fmt.LIMITS["max_rank"]:
+                raise ValueError(f"tensor {i}: rank {len(t.shape)} exceeds {fmt.LIMITS['max_rank']}")
+            struct.pack_into(f"<{len(dims)}I", rec, tf["dims"], *dims)
+            tensors += rec
+
+        of = fmt.OP_FIELDS
+        ops, op_io, params = bytearray(), [], []
+        for op in self._ops:
+            rec = bytearray(fmt.OP_RECORD_SIZE)
+            struct.pack_into("<H", rec, of["opcode"], fmt.OPCODES[op.name]["opcode"])
+            rec[of["num_inputs"]] = len(op.inputs)
+            rec[of["num_outputs"]] = len(op.outputs)
+            struct.pack_into("<IIII", rec, of["io_start"], len(op_io), len(params), len(op.params), op.debug_handle)
+            op_io += op.inputs + op.outputs
+            params += op.params
+            ops += rec
+
+        payloads = {
+            "TENSORS": (bytes(tensors), len(self._tensors)),
+            "OPS": (bytes(ops), len(self._ops)),
+            "OP_IO": (struct.pack(f"<{len(op_io)}H", *op_io), len(op_io)),
+            "PARAMS": (struct.pack(f"<{len(params)}i", *params), len(params)),
+            "CONSTANTS": (bytes(constants), 0),
+            "INPUTS": (struct.pack(f"<{len(self._inputs)}H", *self._inputs), len(self._inputs)),
+            "OUTPUTS": (struct.pack(f"<{len(self._outputs)}H", *self._outputs), len(self._outputs)),
+        }
+        table_offset = fmt.HEADER_SIZE
+        cursor = table_offset + fmt.SECTION_ENTRY_SIZE * len(payloads)
+        table, body = bytearray(), bytearray()
+        for name, (data, count) in payloads.items():
+            align = fmt.CONSTANT_ALIGNMENT if name == "CONSTANTS" else 4
+            pad = _align(cursor, align) - cursor
+            body += bytes(pad)
+            cursor += pad
+            table += struct.pack("<IIII", fmt.SECTIONS[name][0], cursor, len(data), count)
+            body += data
+            cursor += len(data)
+        blob_size = cursor
+
+        hf = fmt.HEADER_FIELDS
+        header = bytearray(fmt.HEADER_SIZE)
+        struct.pack_into("<I", header, hf["magic"], fmt.FORMAT_MAGIC)
+        struct.pack_into("<HH", header, hf["version"], fmt.FORMAT_VERSION, fmt.HEADER_SIZE)
+        struct.pack_into("<I", header, hf["blob_size"], blob_size)
+        struct.pack_into("<I", header, hf["arena_size"], arena_size)
+        struct.pack_into("<II", header, hf["section_count"], len(payloads), table_offset)
+        return bytes(header + table + body)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Incremental developer build of the host extension without pip:
+#   scripts/dev-build.sh [BUILD_DIR]      (default: build-host/dev)
+# then run tests against it with
+#   PYTHONPATH=BUILD_DIR/pkg python -m pytest tests/...
+# BUILD_DIR/pkg/executorch_espnn links to python/executorch_espnn and holds
+# the freshly built _native extension. `pip install .` remains the way to
+# install; this only shortens the edit-compile-test loop.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-host/dev}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root/host" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DESPNN_BUILD_PYTHON=ON -DESPNN_BUILD_TOOLS=ON \
+    -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
+fi
+ninja -C "$build" _native xts3_tool
+pkg="$build/pkg/executorch_espnn"
+mkdir -p "$pkg"
+for f in "$root"/python/executorch_espnn/*; do
+  ln -sfn "$f" "$pkg/$(basename "$f")"
+done
+cp "$build"/_native*.so "$pkg/"
+echo "built: PYTHONPATH=$build/pkg"
