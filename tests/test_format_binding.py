@@ -1,0 +1,124 @@
+"""The format constants reach Python from the C++ header, and the writer uses only them."""
+
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from executorch_espnn import _native
+from executorch_espnn.serialization import Xts3Writer
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = REPO / "components/espnn_runtime/include/espnn/xts3_format.h"
+
+
+def test_constants_match_the_cpp_header():
+    text = HEADER.read_text()
+    # Opcodes: every X(NAME, code, version, ...) row of the header is exported with its code.
+    rows = re.findall(r"X\((\w+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(0x[0-9a-fA-F]+)\)", text)
+    assert rows, "no opcode rows found in the header"
+    assert {name: int(code) for name, code, *_ in rows} == {n: d["opcode"] for n, d in _native.OPCODES.items()}
+    for name, code, ver, imin, imax, omin, omax, opt in rows:
+        spec = _native.OPCODES[name]
+        assert (spec["min_version"], spec["min_inputs"], spec["max_inputs"], spec["min_outputs"],
+                spec["max_outputs"], spec["optional_inputs"]) == (int(ver), int(imin), int(imax), int(omin),
+                                                                   int(omax), int(opt, 16))
+    assert _native.FORMAT_MAGIC == int(re.search(r"kMagic = (0x[0-9a-fA-F]+)u", text).group(1), 16)
+    assert _native.FORMAT_VERSION == int(re.search(r"kFormatVersion = (\d+);", text).group(1))
+    assert _native.LIMITS["max_tensors"] == int(re.search(r"kMaxTensors = (\d+);", text).group(1))
+
+
+def test_param_fields_are_exported_per_opcode():
+    assert _native.OPCODES["CONV2D"]["params"] == (
+        "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h", "dilation_w", "groups",
+        "input_offset", "output_offset", "act_min", "act_max")
+    assert _native.OPCODES["QUANTIZE"]["params"] == ("inv_scale_f32", "zero_point")
+    assert _native.OPCODES["LUT"]["params"] == ()
+
+
+def test_kernel_source_is_reported():
+    src = _native.KERNEL_SOURCE
+    assert src.startswith("stand-in") or src.startswith("esp-nn"), src
+
+
+def test_magic_spells_xts3():
+    assert struct.pack("<I", _native.FORMAT_MAGIC) == b"XTS3"
+
+
+def _tiny_graph() -> Xts3Writer:
+    w = Xts3Writer()
+    x = w.tensor([1, 4], "FLOAT32")
+    q = w.tensor([1, 4], "INT8", scale=0.5, zero_point=1)
+    y = w.tensor([1, 4], "FLOAT32")
+    w.op("QUANTIZE", [x], [q], inv_scale_f32=2.0, zero_point=1)
+    w.op("DEQUANTIZE", [q], [y], scale_f32=0.5, zero_point=1)
+    w.set_inputs([x])
+    w.set_outputs([y])
+    return w
+
+
+def test_writer_output_parses_and_runs():
+    blob = _tiny_graph().to_bytes()
+    assert blob[:4] == b"XTS3"
+    summary = _native.parse(blob)
+    assert [op["op"] for op in summary["ops"]] == ["QUANTIZE", "DEQUANTIZE"]
+    assert summary["arena_bytes"] % _native.ARENA_ALIGNMENT == 0
+    (y,) = _native.run(blob, [np.array([[0.0, 0.5, -3.0, 100.0]], np.float32)])
+    np.testing.assert_array_equal(y, np.array([[0.0, 0.5, -3.0, 63.0]], np.float32))
+
+
+def test_writer_is_deterministic():
+    assert _tiny_graph().to_bytes() == _tiny_graph().to_bytes()
+
+
+def test_arena_plan_reuses_dead_tensors_and_never_overlaps_live_ones():
+    w = Xts3Writer()
+    x = w.tensor([64], "INT8")
+    a = w.tensor([64], "INT8")
+    b = w.tensor([64], "INT8")
+    c = w.tensor([64], "INT8")
+    for src, dst in ((x, a), (a, b), (b, c)):
+        w.op("REQUANTIZE", [src], [dst], input_zero_point=0, output_zero_point=0, mult=1 << 30, shift=1)
+    w.set_inputs([x])
+    w.set_outputs([c])
+    offsets, arena = w.plan_arena()
+    # x dies when a is written... but a step reads its input while writing its
+    # output, so input and output of one step never share bytes.
+    for src, dst in ((x, a), (a, b), (b, c)):
+        assert offsets[src] != offsets[dst]
+    assert arena == 128  # two 64-byte slots suffice for the chain
+    prog = _native.Program(w.to_bytes())
+    (out,) = prog.run([np.arange(-32, 32, dtype=np.int8)])
+    np.testing.assert_array_equal(out, np.arange(-32, 32, dtype=np.int8))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda w: w.op("NOPE", [], []), "unknown op 'NOPE'"),
+        (lambda w: w.op("QUANTIZE", [0], [0], zero_point=0), "missing params ['inv_scale_f32']"),
+        (lambda w: w.op("QUANTIZE", [0], [0], inv_scale_f32=1.0, zero_point=0, bogus=1), "unknown params ['bogus']"),
+        (lambda w: w.op("QUANTIZE", [7], [0], inv_scale_f32=1.0, zero_point=0), "tensor index 7 does not exist"),
+        (lambda w: w.op("REQUANTIZE", [0], [0], input_zero_point=0, output_zero_point=0, mult=2**31, shift=0),
+         "is not an int32"),
+        (lambda w: w.tensor([1], "FLOAT16"), "unknown dtype 'FLOAT16'"),
+        (lambda w: w.constant(np.zeros(3, np.float16)), "constants must be int8, int32 or float32"),
+    ],
+)
+def test_writer_rejects_mistakes_with_a_clear_error(call, message):
+    w = Xts3Writer()
+    w.tensor([1], "FLOAT32")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call(w)
+
+
+def test_run_checks_input_dtype_and_shape():
+    prog = _native.Program(_tiny_graph().to_bytes())
+    with pytest.raises(ValueError, match="input 0: dtype int8, the graph expects FLOAT32"):
+        prog.run([np.zeros((1, 4), np.int8)])
+    with pytest.raises(ValueError, match=r"input 0: shape \[4\], the graph expects \[1, 4\]"):
+        prog.run([np.zeros(4, np.float32)])
+    with pytest.raises(ValueError, match="expected 1 inputs, got 2"):
+        prog.run([np.zeros((1, 4), np.float32)] * 2)
