@@ -1,0 +1,144 @@
+"""Ahead-of-time integer parameters for ESP-NN / TFLite int8 kernels.
+
+These are the compile-time computations that TFLite(-Micro) does in its
+``Prepare`` functions and that ESP-NN expects its caller to have done:
+QuantizeMultiplier, activation ranges, the add/softmax/mean/hard-swish
+recipes. Scales are rounded to float32 first, as TFLite stores them, so the
+results are bit-identical to what esp-tflite-micro passes to ESP-NN (the
+golden vectors in tests/kernels check every formula here against the real
+library's cases).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+
+# TFLite fused-activation codes (also used by the golden vectors).
+ACT_NONE, ACT_RELU, ACT_RELU_N1_TO_1, ACT_RELU6 = 0, 1, 2, 3
+
+
+def f32(x: float) -> float:
+    """x rounded to float32 and widened back to a Python float."""
+    return float(np.float32(x))
+
+
+def _round_half_away(x: float) -> int:
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def quantize_multiplier(d: float) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier: d ~= m * 2^(e - 31), m in [2^30, 2^31).
+
+    Returns (m, e); e is a signed exponent, positive = left shift, which is
+    ESP-NN's `shift` convention. d == 0 (or too small to represent) -> (0, 0).
+    """
+    if d == 0.0:
+        return 0, 0
+    q, e = math.frexp(d)
+    m = _round_half_away(q * (1 << 31))
+    if m == 1 << 31:
+        m //= 2
+        e += 1
+    if e < -31:
+        return 0, 0
+    return m, e
+
+
+def quantize_multiplier_smaller_than_one(d: float) -> tuple[int, int]:
+    if not 0.0 < d < 1.0:
+        raise ValueError(f"multiplier {d} must be in (0, 1)")
+    m, e = quantize_multiplier(d)
+    if e > 0:
+        raise ValueError(f"multiplier {d} gives a left shift {e}")
+    return m, e
+
+
+def activation_range(act: int, scale: float, zero_point: int) -> tuple[int, int]:
+    """TFLite CalculateActivationRangeQuantized for int8 ([-128, 127] base)."""
+
+    def q(v: float) -> int:
+        # float32 division, then std::round (half away from zero)
+        return zero_point + _round_half_away(float(np.float32(v) / np.float32(scale)))
+
+    if act == ACT_NONE:
+        return -128, 127
+    if act == ACT_RELU:
+        return max(-128, q(0.0)), 127
+    if act == ACT_RELU6:
+        return max(-128, q(0.0)), min(127, q(6.0))
+    if act == ACT_RELU_N1_TO_1:
+        return max(-128, q(-1.0)), min(127, q(1.0))
+    raise ValueError(f"unknown fused activation {act}")
+
+
+def conv_multipliers(s_in: float, s_w: np.ndarray, s_out: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (mult, shift) for conv, depthwise and per-channel FC.
+
+    Double product of the float32 scales, as TFLite's PopulateConvolutionQuantizationParams.
+    """
+    pairs = [quantize_multiplier(f32(s_in) * f32(w) / f32(s_out)) for w in np.atleast_1d(s_w)]
+    return (np.array([m for m, _ in pairs], np.int32), np.array([e for _, e in pairs], np.int32))
+
+
+def fc_per_tensor_multiplier(s_in: float, s_w: float, s_out: float) -> tuple[int, int]:
+    """Per-tensor FC: the input x weight scale product is taken in float32 first."""
+    return quantize_multiplier(f32(np.float32(s_in) * np.float32(s_w)) / f32(s_out))
+
+
+def add_params(s1: float, s2: float, s_out: float, left_shift: int = 20) -> dict:
+    """TFLite int8 ADD parameters (every shift <= 0)."""
+    twice = 2.0 * max(f32(s1), f32(s2))
+    m1, e1 = quantize_multiplier_smaller_than_one(f32(s1) / twice)
+    m2, e2 = quantize_multiplier_smaller_than_one(f32(s2) / twice)
+    mo, eo = quantize_multiplier_smaller_than_one(twice / ((1 << left_shift) * f32(s_out)))
+    return dict(input1_mult=m1, input1_shift=e1, input2_mult=m2, input2_shift=e2, left_shift=left_shift,
+                output_mult=mo, output_shift=eo)
+
+
+def mul_multiplier(s1: float, s2: float, s_out: float) -> tuple[int, int]:
+    return quantize_multiplier(f32(s1) * f32(s2) / f32(s_out))
+
+
+def softmax_params(s_in: float, beta: float = 1.0) -> dict:
+    """int8 -> int8 softmax: input multiplier/left shift and diff_min (5 integer bits)."""
+    real = min(f32(beta) * f32(s_in) * float(1 << 26), float(INT32_MAX))
+    mult, shift = quantize_multiplier(real)
+    diff_min = -math.floor(31.0 * (1 << 26) / (1 << shift))
+    return dict(input_mult=mult, input_left_shift=shift, diff_min=diff_min)
+
+
+def mean_params(s_in: float, s_out: float, n: int) -> tuple[int, int]:
+    """Mean over N = H*W elements with 1/N folded into (mult, shift), as TFLM does."""
+    m, s = quantize_multiplier(f32(s_in) / f32(s_out))
+    k = min(int(math.floor(math.log2(n))), 32, 31 + s)
+    return (m << k) // n, s - k
+
+
+def hard_swish_params(s_in: float, s_out: float) -> dict:
+    """TFLite HardSwish int8 parameters (float32 arithmetic, Q15 multipliers)."""
+
+    def downscale(m: int) -> int:
+        return 32767 if m >= INT32_MAX - (1 << 15) else (m + (1 << 15)) >> 16
+
+    hires = np.float32(1.0 / 128.0) * np.float32(s_in)
+    out_m = float(hires / np.float32(s_out))
+    relu_m = float(hires / np.float32(3.0 / 32768.0))
+    o_q31, o_exp = quantize_multiplier(out_m)
+    r_q31, r_exp = quantize_multiplier(relu_m)
+    return dict(output_mult_fxp=downscale(o_q31), reluish_mult_fxp=downscale(r_q31), reluish_mult_exp=r_exp,
+                output_mult_exp=o_exp)
+
+
+def lut_from_function(fn, s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
+    """256-entry int8 table for an elementwise function, indexed by the uint8 view of the input.
+
+    The function is evaluated in float64 on the dequantized input and
+    quantized with round half to even, so the device needs no libm.
+    """
+    q = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.float64)
+    y = fn((q - zp_in) * s_in)
+    return np.clip(np.round(y / s_out) + zp_out, -128, 127).astype(np.int8)
