@@ -1,11 +1,79 @@
-// STUB: to be implemented.
+// Element-wise int8 activations:
+//  - HARD_SWISH: TFLite's int8 HardSwish (ESP-NN's esp_nn_hard_swish_s8).
+//  - LUT: y = table[(uint8_t)x] with a 256-entry int8 table computed ahead
+//    of time (sigmoid, tanh, SiLU, GELU, ...). The table encodes both the
+//    function and the input/output quantization, so the output may be
+//    quantized differently from the input.
+#include "ops/espnn_api.h"
 #include "ops/op_util.h"
 
 namespace espnn {
 namespace {
-Status NotImplemented(const Model&, const OpInfo&) { return ops::Fail("not implemented in this runtime"); }
-Status NoEval(const OpInfo&, const EvalContext&) { return ops::Fail("not implemented"); }
+
+using namespace xts3;
+
+Status ValidateHardSwish(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, 0), out = ops::OutputTensor(m, op, 0);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::INT8, 0));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 0));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectSameShape(in, "input", out, "output"));
+  const auto p = op.Params<HARD_SWISH_Params>();
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.input_zero_point, "input_zero_point", -128, 127));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.output_zero_point, "output_zero_point", -128, 127));
+  // ESP-NN takes the Q15 multipliers as int16_t: a wider value would be
+  // truncated silently.
+  ESPNN_RETURN_IF_ERROR(
+      ops::ExpectRange(p.output_mult_fxp, "output_mult_fxp", INT16_MIN, INT16_MAX));
+  ESPNN_RETURN_IF_ERROR(
+      ops::ExpectRange(p.reluish_mult_fxp, "reluish_mult_fxp", INT16_MIN, INT16_MAX));
+  // The algorithm only divides by the output exponent (<= 0), and both
+  // exponents become shift counts of 0..31.
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.output_mult_exp, "output_mult_exp", -31, 0));
+  return ops::ExpectRange(p.reluish_mult_exp, "reluish_mult_exp", -31, 31);
+}
+
+// 512 bytes on ESP32-S3 (a per-call LUT); on other targets
+// esp_nn_get_hard_swish_scratch_size() is a macro expanding to 0.
+uint32_t HardSwishScratch(const Model&, const OpInfo&) {
+  const int32_t bytes = (int32_t)esp_nn_get_hard_swish_scratch_size();
+  return bytes > 0 ? (uint32_t)bytes : 0u;
+}
+
+Status EvalHardSwish(const OpInfo& op, const EvalContext& ctx) {
+  const auto p = op.Params<HARD_SWISH_Params>();
+  const TensorInfo in = ctx.tensor(op.inputs[0]);
+  // On ESP32-S3 the scratch pointer is a process-wide global: register ours
+  // right before the call. Elsewhere this macro expands to nothing.
+  esp_nn_set_hard_swish_scratch_buf(ctx.scratch);
+  esp_nn_hard_swish_s8((const int8_t*)ctx.in(op.inputs[0]), (int8_t*)ctx.out(op.outputs[0]),
+                       (int32_t)in.num_elements(), (int16_t)p.input_zero_point,
+                       (int16_t)p.output_mult_fxp, (int16_t)p.reluish_mult_fxp,
+                       p.reluish_mult_exp, p.output_mult_exp, (int16_t)p.output_zero_point);
+  return Status::Ok();
+}
+
+Status ValidateLut(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, 0), table = ops::InputTensor(m, op, 1);
+  const TensorInfo out = ops::OutputTensor(m, op, 0);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::INT8, 0));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectConstVector(table, "table", DType::INT8, kLutEntries));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 0));
+  return ops::ExpectSameShape(in, "input", out, "output");
+}
+
+Status EvalLut(const OpInfo& op, const EvalContext& ctx) {
+  const int8_t* src = (const int8_t*)ctx.in(op.inputs[0]);
+  const int8_t* table = (const int8_t*)ctx.in(op.inputs[1]);
+  int8_t* dst = (int8_t*)ctx.out(op.outputs[0]);
+  const uint32_t n = ctx.tensor(op.inputs[0]).num_elements();
+  // Entry j holds the output for the int8 input whose bit pattern is j.
+  for (uint32_t i = 0; i < n; ++i) dst[i] = table[(uint8_t)src[i]];
+  return Status::Ok();
+}
+
 }  // namespace
-extern const OpKernel kHardSwishKernel = {NotImplemented, nullptr, NoEval};
-extern const OpKernel kLutKernel = {NotImplemented, nullptr, NoEval};
+
+extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch, EvalHardSwish};
+extern const OpKernel kLutKernel = {ValidateLut, nullptr, EvalLut};
+
 }  // namespace espnn
