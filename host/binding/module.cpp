@@ -20,7 +20,7 @@ namespace py = pybind11;
 using namespace espnn;
 using namespace espnn::xts3;
 
-__attribute__((weak)) void bind_espnn_kernels(py::module_& m);  // kernels_binding.cpp (TEMP weak)
+void bind_espnn_kernels(py::module_& m);  // kernels_binding.cpp
 
 namespace {
 
@@ -282,6 +282,7 @@ void BindFormatConstants(py::module_& m) {
   limits["max_tensor_bytes"] = kMaxTensorBytes;
   limits["max_arena_bytes"] = kMaxArenaBytes;
   limits["max_blob_bytes"] = kMaxBlobBytes;
+  limits["max_softmax_width"] = kMaxSoftmaxWidth;
   m.attr("LIMITS") = limits;
   m.attr("CONSTANT_ALIGNMENT") = kConstantAlignment;
   m.attr("ARENA_ALIGNMENT") = kArenaAlignment;
@@ -316,5 +317,5 @@ PYBIND11_MODULE(_native, m) {
       [](py::bytes blob, const std::vector<py::array>& inputs) { return Program(blob).Run(inputs); },
       py::arg("blob"), py::arg("inputs"), "Parses a blob and runs it once.");
 
-  if (bind_espnn_kernels) bind_espnn_kernels(m);
+  bind_espnn_kernels(m);
 }

@@ -207,3 +207,16 @@ def test_rejects_non_int8_input():
     blob, _ = build_op("SOFTMAX", [Input(np.zeros((2, 3), np.float32))], [Out((2, 3), "INT8", OUT_SCALE, OUT_ZP)],
                        **qp.softmax_params(0.1))
     expect_rejected(blob, "input has dtype FLOAT32, expected INT8")
+
+
+def test_longest_supported_row_is_exact_and_longer_rows_are_rejected():
+    # A flat row of 511 equal values: each output is 1/511 -> round(256/511) - 128 = -127.
+    width = _native.LIMITS["max_softmax_width"]
+    assert width == 511
+    x = np.zeros((1, width), np.int8)
+    got = run_softmax(x, 0.1, 0, qp.softmax_params(0.1))
+    assert (got == -127).all()
+    # From 512 elements on, the Q12 sum of exponentials can reach 512 and the
+    # reference arithmetic shifts by more than 31 bits (ESP-NN 1.2.3 outputs
+    # 127 everywhere): the runtime refuses the op so the lowering keeps it on the CPU.
+    expect_rejected(softmax_blob(shape=(1, width + 1)), "row length 512 exceeds 511")

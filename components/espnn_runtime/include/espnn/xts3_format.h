@@ -239,6 +239,11 @@ constexpr uint32_t kMaxBlobBytes = 0x7FFFFFFFu;
 constexpr uint32_t kConstantAlignment = 16;
 constexpr uint32_t kArenaAlignment = 16;
 constexpr uint32_t kBlobAlignment = 16;
+// Longest SOFTMAX row. TFLite's int8 softmax (and so ESP-NN's) shifts its
+// Q12 sum of exponentials right by more than 31 bits once the sum reaches
+// 512, which C leaves undefined (ESP-NN 1.2.3 then outputs 127 everywhere);
+// only rows of 512 or more elements can get there.
+constexpr uint32_t kMaxSoftmaxWidth = 511;
 // Entries of a LUT op's table (indexed by the uint8 view of the int8 input).
 constexpr uint32_t kLutEntries = 256;
 // RESIZE_BILINEAR fractional weights are Q10 (0..1024).

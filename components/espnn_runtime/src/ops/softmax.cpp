@@ -31,6 +31,9 @@ Status ValidateSoftmax(const Model& m, const OpInfo& op) {
     return ops::Fail("output quantization (scale %g, zero point %d) must be scale 1/256, "
                      "zero point -128",
                      (double)out.scale, (int)out.zero_point);
+  if (in.inner(0) > kMaxSoftmaxWidth)
+    return ops::Fail("row length %u exceeds %u: the int8 softmax arithmetic is undefined there",
+                     (unsigned)in.inner(0), (unsigned)kMaxSoftmaxWidth);
   const auto p = op.Params<SOFTMAX_Params>();
   ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.input_mult, "input_mult", 0, INT32_MAX));
   ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.input_left_shift, "input_left_shift", 0, 31));

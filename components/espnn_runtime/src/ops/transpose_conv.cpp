@@ -1,10 +1,176 @@
-// STUB: to be implemented.
-#include "ops/op_util.h"
+// TRANSPOSE_CONV2D: int8 transposed convolution with PyTorch ConvTranspose2d
+// semantics (stride, padding, dilation, groups, output_padding). ESP-NN has
+// no such kernel; the interpreter computes it.
+//
+// Tensors: input int8 [N,H,W,Cin] (NHWC); filter int8 constant
+// [Cout, kh, kw, Cin/groups] -- the same OHWI layout as CONV2D. PyTorch's
+// ConvTranspose2d weight is [Cin, Cout/groups, kh, kw]; the lowering
+// permutes it to W'[g*Cout_g + j, ky, kx, i] = W[g*Cin_g + i, j, ky, kx]
+// (no spatial flip); bias/mult/shift int32 [Cout]; output int8
+// [N,OH,OW,Cout].
+//
+// Semantics (PyTorch's scatter): input pixel (iy, ix) contributes through
+// tap (ky, kx) to output pixel (iy*stride - pad + ky*dil, ...). Computed
+// here as a gather: for each output pixel, sum the taps whose input pixel
+// exists, with TFLite's integer pipeline:
+//   acc = bias[o] + sum (x + input_offset) * w   (int32, wrapping)
+//   y = clamp(MBQM(acc, mult[o], shift[o]) + output_offset, act_min, act_max)
+// pad_top/pad_left are PyTorch's `padding`; the output size implies
+// output_padding, which must be in [0, max(stride, dilation) - 1] as PyTorch
+// requires: OH = (H-1)*stride - 2*pad + dil*(kh-1) + 1 + output_padding.
+// No ESP-NN call is involved, so tensor dims are not held to ESP-NN's uint16
+// limits; stride, dilation and pad are capped at 65535 only so that every
+// coordinate stays inside int32.
+#include <stdint.h>
+
+#include "ops/conv_util.h"
 
 namespace espnn {
 namespace {
-Status NotImplemented(const Model&, const OpInfo&) { return ops::Fail("not implemented in this runtime"); }
-Status NoEval(const OpInfo&, const EvalContext&) { return ops::Fail("not implemented"); }
+
+using namespace xts3;
+using namespace conv_util;
+
+struct TGeom {
+  uint32_t batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, group_in_c;
+  TRANSPOSE_CONV2D_Params p;
+};
+
+TGeom Geometry(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
+                   out = ops::OutputTensor(m, op, 0);
+  TGeom g;
+  g.batch = in.dims[0];
+  g.in_h = in.dims[1];
+  g.in_w = in.dims[2];
+  g.in_c = in.dims[3];
+  g.out_h = out.dims[1];
+  g.out_w = out.dims[2];
+  g.out_c = out.dims[3];
+  g.k_h = f.dims[1];
+  g.k_w = f.dims[2];
+  g.group_in_c = f.dims[3];
+  g.p = op.Params<TRANSPOSE_CONV2D_Params>();
+  return g;
+}
+
+// One axis: stride, dilation, pad ranges and the PyTorch output size. With
+// the output size <= kMaxDim and pad <= kMaxGeom, this also bounds
+// dil*(k-1) <= out + 2*pad, so eval's coordinates fit int32.
+Status CheckTransposedAxis(const char* axis, const char* stride_name, int32_t stride,
+                           const char* dil_name, int32_t dil, const char* pad_name, int32_t pad,
+                           uint32_t in, uint32_t k, uint32_t out) {
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(stride, stride_name, 1, (int32_t)kMaxGeom));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(dil, dil_name, 1, (int32_t)kMaxGeom));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(pad, pad_name, 0, (int32_t)kMaxGeom));
+  const int64_t base =
+      ((int64_t)in - 1) * stride - 2 * (int64_t)pad + (int64_t)dil * ((int64_t)k - 1) + 1;
+  const int64_t max_output_padding = (stride > dil ? stride : dil) - 1;
+  const int64_t lo = base < 1 ? 1 : base;
+  const int64_t hi = base + max_output_padding;
+  if ((int64_t)out < lo || (int64_t)out > hi) {
+    if (hi < 1)
+      return ops::Fail("output %s: input %s %u, kernel %u, stride %d, dilation %d, %s %d give no "
+                       "output",
+                       axis, axis, (unsigned)in, (unsigned)k, (int)stride, (int)dil, pad_name,
+                       (int)pad);
+    return ops::Fail("output %s %u does not match input %s %u, kernel %u, stride %d, dilation %d, "
+                     "%s %d (expected %lld..%lld, output_padding < max(stride, dilation))",
+                     axis, (unsigned)out, axis, (unsigned)in, (unsigned)k, (int)stride, (int)dil,
+                     pad_name, (int)pad, (long long)lo, (long long)hi);
+  }
+  return Status::Ok();
+}
+
+Status ValidateTransposeConv(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
+                   out = ops::OutputTensor(m, op, 0);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::INT8, 4));
+  ESPNN_RETURN_IF_ERROR(CheckFilterTensor(f));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 4));
+  ESPNN_RETURN_IF_ERROR(CheckNotInPlace(in, out));
+  const TGeom g = Geometry(m, op);
+  const TRANSPOSE_CONV2D_Params& p = g.p;
+  if (out.dims[0] != g.batch)
+    return ops::Fail("output batch %u != input batch %u", (unsigned)out.dims[0], (unsigned)g.batch);
+
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.groups, "groups", 1, (int32_t)xts3::kMaxDim));
+  const uint32_t groups = (uint32_t)p.groups;
+  if (g.in_c % groups != 0)
+    return ops::Fail("groups = %u does not divide input channels %u", (unsigned)groups,
+                     (unsigned)g.in_c);
+  if (g.out_c % groups != 0)
+    return ops::Fail("groups = %u does not divide output channels %u", (unsigned)groups,
+                     (unsigned)g.out_c);
+  if (f.dims[0] != g.out_c || f.dims[3] != g.in_c / groups)
+    return ops::Fail("filter dims [%u,%u,%u,%u]: expected [out_channels = %u, kh, kw, "
+                     "in_channels/groups = %u]",
+                     (unsigned)f.dims[0], (unsigned)f.dims[1], (unsigned)f.dims[2],
+                     (unsigned)f.dims[3], (unsigned)g.out_c, (unsigned)(g.in_c / groups));
+
+  ESPNN_RETURN_IF_ERROR(CheckTransposedAxis("height", "stride_h", p.stride_h, "dilation_h",
+                                            p.dilation_h, "pad_top", p.pad_top, g.in_h, g.k_h,
+                                            g.out_h));
+  ESPNN_RETURN_IF_ERROR(CheckTransposedAxis("width", "stride_w", p.stride_w, "dilation_w",
+                                            p.dilation_w, "pad_left", p.pad_left, g.in_w, g.k_w,
+                                            g.out_w));
+  ESPNN_RETURN_IF_ERROR(CheckOffsets(p.input_offset, p.output_offset, p.act_min, p.act_max));
+  return CheckRequantConstants(m, op, g.out_c);
+}
+
+Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
+  const TGeom g = Geometry(*ctx.model, op);
+  const TRANSPOSE_CONV2D_Params& p = g.p;
+  const int8_t* input = (const int8_t*)ctx.in(op.inputs[kInput]);
+  const int8_t* filter = (const int8_t*)ctx.in(op.inputs[kFilter]);
+  const int32_t* bias = (const int32_t*)ctx.in(op.inputs[kBias]);  // null when absent
+  const int32_t* mult = (const int32_t*)ctx.in(op.inputs[kMult]);
+  const int32_t* shift = (const int32_t*)ctx.in(op.inputs[kShift]);
+  int8_t* out = (int8_t*)ctx.out(op.outputs[0]);
+
+  const uint32_t outs_per_group = g.out_c / (uint32_t)p.groups;
+  const uint32_t cg = g.group_in_c;
+  const int32_t in_h = (int32_t)g.in_h, in_w = (int32_t)g.in_w;
+  for (uint32_t n = 0; n < g.batch; ++n) {
+    const int8_t* image = input + n * g.in_h * g.in_w * g.in_c;
+    for (uint32_t oy = 0; oy < g.out_h; ++oy) {
+      // Position of the output row on the un-cropped (pad-free) output grid.
+      const int32_t ty = (int32_t)oy + p.pad_top;
+      for (uint32_t ox = 0; ox < g.out_w; ++ox) {
+        const int32_t tx = (int32_t)ox + p.pad_left;
+        for (uint32_t o = 0; o < g.out_c; ++o) {
+          const uint32_t c0 = (o / outs_per_group) * cg;
+          const int8_t* w_o = filter + o * g.k_h * g.k_w * cg;
+          uint32_t acc = bias != nullptr ? (uint32_t)bias[o] : 0u;
+          for (uint32_t ky = 0; ky < g.k_h; ++ky) {
+            // Input row iy contributes when iy*stride + ky*dil == ty.
+            const int32_t sy = ty - (int32_t)ky * p.dilation_h;
+            if (sy < 0) break;  // decreases with ky
+            if (sy % p.stride_h != 0) continue;
+            const int32_t iy = sy / p.stride_h;
+            if (iy >= in_h) continue;
+            for (uint32_t kx = 0; kx < g.k_w; ++kx) {
+              const int32_t sx = tx - (int32_t)kx * p.dilation_w;
+              if (sx < 0) break;
+              if (sx % p.stride_w != 0) continue;
+              const int32_t ix = sx / p.stride_w;
+              if (ix >= in_w) continue;
+              const int8_t* px = image + ((uint32_t)iy * g.in_w + (uint32_t)ix) * g.in_c + c0;
+              const int8_t* w = w_o + (ky * g.k_w + kx) * cg;
+              for (uint32_t i = 0; i < cg; ++i)
+                acc += (uint32_t)(((int32_t)px[i] + p.input_offset) * (int32_t)w[i]);
+            }
+          }
+          *out++ = Requantize(acc, mult[o], shift[o], p.output_offset, p.act_min, p.act_max);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
-extern const OpKernel kTransposeConv2dKernel = {NotImplemented, nullptr, NoEval};
+
+extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr, EvalTransposeConv};
+
 }  // namespace espnn
