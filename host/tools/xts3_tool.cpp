@@ -2,7 +2,8 @@
 // exercised where the extension cannot be loaded: -m32 builds (where size_t
 // is 32 bits, as on the ESP32), sanitizer builds, and emulated targets.
 //
-//   xts3_tool FILE...
+//   xts3_tool [--misalign=N] FILE...
+//   xts3_tool [--misalign=N] -          (file names from stdin, one a line)
 //
 // For each FILE prints one line:
 //   FILE\tREJECT\t<parser or init message>
@@ -13,6 +14,11 @@
 // tab-separated field per graph output, so a test can compare them with the
 // 64-bit host build. Exit status: 0 if every file was processed (accepted
 // or rejected), 2 on a usage or I/O error.
+//
+// Each blob is copied into a heap block of exactly its size, so an
+// AddressSanitizer build reports any read past its end. --misalign=N places
+// the copy N bytes past a 16-byte boundary instead (to exercise the parser's
+// alignment check; the Python binding always hands it an aligned copy).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +28,14 @@
 
 namespace {
 
-bool ReadFile(const char* path, unsigned char** data, size_t* size) {
+// Bytes of the blob start this far past a 16-byte boundary (--misalign).
+size_t g_misalign = 0;
+
+// Reads a whole file into a heap block of exactly `misalign + size` bytes
+// (at least 1) whose start is 16-byte aligned; *data = block + misalign.
+// The caller frees *block.
+bool ReadFile(const char* path, size_t misalign, unsigned char** block, unsigned char** data,
+              size_t* size) {
   FILE* f = fopen(path, "rb");
   if (f == nullptr) return false;
   fseek(f, 0, SEEK_END);
@@ -32,29 +45,35 @@ bool ReadFile(const char* path, unsigned char** data, size_t* size) {
     fclose(f);
     return false;
   }
-  // 16-byte aligned copy, exactly n bytes long so ASan sees any overread.
-  size_t alloc = ((size_t)n + 15u) & ~(size_t)15u;
-  unsigned char* buf = (unsigned char*)aligned_alloc(16, alloc ? alloc : 16);
-  if (buf == nullptr || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+  // posix_memalign, unlike aligned_alloc, takes any size: the block ends
+  // exactly at the blob's last byte, so ASan sees even a 1-byte overread.
+  void* raw = nullptr;
+  size_t alloc = misalign + (size_t)n;
+  if (posix_memalign(&raw, 16, alloc ? alloc : 1) != 0) raw = nullptr;
+  unsigned char* buf = (unsigned char*)raw;
+  if (buf == nullptr || fread(buf + misalign, 1, (size_t)n, f) != (size_t)n) {
     fclose(f);
     free(buf);
     return false;
   }
   fclose(f);
-  *data = buf;
+  *block = buf;
+  *data = buf + misalign;
   *size = (size_t)n;
   return true;
 }
 
+// 16-byte aligned block of exactly `bytes` (at least 1), or nullptr.
 void* AllocAligned(size_t bytes) {
-  size_t alloc = (bytes + 15u) & ~(size_t)15u;
-  return aligned_alloc(16, alloc ? alloc : 16);
+  void* p = nullptr;
+  return posix_memalign(&p, 16, bytes ? bytes : 1) == 0 ? p : nullptr;
 }
 
 int ProcessFile(const char* path) {
+  unsigned char* block = nullptr;
   unsigned char* blob = nullptr;
   size_t size = 0;
-  if (!ReadFile(path, &blob, &size)) {
+  if (!ReadFile(path, g_misalign, &block, &blob, &size)) {
     fprintf(stderr, "xts3_tool: cannot read %s\n", path);
     return 2;
   }
@@ -62,7 +81,8 @@ int ProcessFile(const char* path) {
   espnn::Status s = espnn::ParseModel(blob, size, &model);
   if (!s.ok()) {
     printf("%s\tREJECT\t%s\n", path, s.message());
-    free(blob);
+    fflush(stdout);
+    free(block);
     return 0;
   }
   const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(model);
@@ -73,10 +93,11 @@ int ProcessFile(const char* path) {
   if (s.ok()) {
     char in_path[4096];
     snprintf(in_path, sizeof(in_path), "%s.in", path);
+    unsigned char* in_block = nullptr;
     unsigned char* in_data = nullptr;
     size_t in_size = 0;
     size_t consumed = 0;
-    bool have_inputs = ReadFile(in_path, &in_data, &in_size);
+    bool have_inputs = ReadFile(in_path, 0, &in_block, &in_data, &in_size);
     for (uint32_t i = 0; i < interp.num_inputs(); ++i) {
       const espnn::TensorInfo t = interp.input_info(i);
       unsigned char* dst = (unsigned char*)interp.input_data(i);
@@ -85,7 +106,7 @@ int ProcessFile(const char* path) {
                                                        : (unsigned char)((b * 37u + 11u) & 0xFFu);
       consumed += t.nbytes;
     }
-    free(in_data);
+    free(in_block);
     s = interp.Invoke();
   }
   if (!s.ok()) {
@@ -101,22 +122,55 @@ int ProcessFile(const char* path) {
     }
     putchar('\n');
   }
+  // One complete line per file even if a later file crashes the process,
+  // so a test can name the blob that did.
+  fflush(stdout);
   free(arena);
   free(scratch);
-  free(blob);
+  free(block);
   return 0;
+}
+
+// File names from stdin, one a line (for corpora too large for argv).
+int ProcessStdinList() {
+  int rc = 0;
+  char line[4096];
+  while (fgets(line, sizeof(line), stdin) != nullptr) {
+    size_t n = strlen(line);
+    if (n > 0 && line[n - 1] != '\n' && !feof(stdin)) {
+      fprintf(stderr, "xts3_tool: file name longer than %zu bytes\n", sizeof(line) - 2);
+      return 2;
+    }
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+    if (n == 0) continue;
+    if (ProcessFile(line) != 0) rc = 2;
+  }
+  return rc;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: xts3_tool FILE...\n");
+  int first = 1;
+  if (first < argc && strncmp(argv[first], "--misalign=", 11) == 0) {
+    char* end = nullptr;
+    unsigned long v = strtoul(argv[first] + 11, &end, 10);
+    if (end == argv[first] + 11 || *end != '\0' || v > 4096) {
+      fprintf(stderr, "xts3_tool: bad %s\n", argv[first]);
+      return 2;
+    }
+    g_misalign = (size_t)v;
+    ++first;
+  }
+  if (first >= argc) {
+    fprintf(stderr, "usage: xts3_tool [--misalign=N] FILE... | -\n");
     return 2;
   }
   int rc = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (ProcessFile(argv[i]) != 0) rc = 2;
+  for (int i = first; i < argc; ++i) {
+    const int r = strcmp(argv[i], "-") == 0 ? ProcessStdinList() : ProcessFile(argv[i]);
+    if (r != 0) rc = 2;
   }
+  fflush(stdout);
   return rc;
 }

@@ -43,6 +43,13 @@ constexpr SectionDesc kSections[] = {
 };
 static_assert(sizeof(kSections) / sizeof(kSections[0]) == kNumSectionKinds,
               "section list and kNumSectionKinds disagree");
+// The parser indexes kSections[kind - 1] once 1 <= kind <= kNumSectionKinds.
+constexpr bool SectionIdsAreConsecutive() {
+  for (uint32_t i = 0; i < kNumSectionKinds; ++i)
+    if (kSections[i].id != i + 1) return false;
+  return true;
+}
+static_assert(SectionIdsAreConsecutive(), "section ids must be 1..kNumSectionKinds in order");
 
 struct OpDesc {
   uint16_t code;
@@ -204,6 +211,16 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
     return Status::Error(StatusCode::kInvalidBlob,
                          "tensor %u: nbytes %u != %llu elements x %u bytes", (unsigned)index,
                          (unsigned)t.nbytes, (unsigned long long)elements, (unsigned)esize);
+  // The arena and CONSTANTS range checks below imply this too; stating it
+  // lets every op compute byte counts in uint32_t/int32_t.
+  if (t.nbytes > kMaxTensorBytes)
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: nbytes %u exceed the limit of %u",
+                         (unsigned)index, (unsigned)t.nbytes, (unsigned)kMaxTensorBytes);
+  // An int8 tensor's zero point is an int8 value; ops may derive offsets
+  // from it (negating INT32_MIN would overflow).
+  if (t.dtype == DType::INT8 && (t.zero_point < -128 || t.zero_point > 127))
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: zero_point %d is not in -128..127",
+                         (unsigned)index, (int)t.zero_point);
   if (!(t.scale >= 0.0f) || isinf(t.scale))
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: scale must be finite and >= 0",
                          (unsigned)index);

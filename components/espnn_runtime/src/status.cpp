@@ -17,13 +17,17 @@ Status Status::Error(StatusCode code, const char* fmt, ...) {
 }
 
 Status& Status::Prefix(const char* fmt, ...) {
-  char prefix[kMessageCapacity];
+  char joined[kMessageCapacity];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof(prefix), fmt, ap);
+  const int n = vsnprintf(joined, sizeof(joined), fmt, ap);
   va_end(ap);
-  char joined[kMessageCapacity];
-  snprintf(joined, sizeof(joined), "%s: %s", prefix, message_);
+  // Append ": " and the old message after the prefix; both are truncated to
+  // the fixed capacity on purpose (checking the return values tells the
+  // compiler so, which keeps -Wformat-truncation quiet).
+  size_t used = n < 0 ? 0 : (size_t)n;
+  if (used > sizeof(joined) - 1) used = sizeof(joined) - 1;
+  if (snprintf(joined + used, sizeof(joined) - used, ": %s", message_) < 0) joined[used] = '\0';
   memcpy(message_, joined, kMessageCapacity);
   return *this;
 }
