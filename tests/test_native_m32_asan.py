@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import op_corpus
 import xts3_mutations as xm
 from executorch_espnn import _native as fmt
 
@@ -186,7 +187,7 @@ def corpus(tmp_path_factory) -> tuple[Path, dict[str, Expected]]:
     returns the dir and the 64-bit binding's verdict per file."""
     d = tmp_path_factory.mktemp("xts3_corpus")
     expected: dict[str, Expected] = {}
-    for name, blob in xm.corpus():
+    for name, blob in [*op_corpus.op_graphs(), *xm.corpus()]:
         path = d / _file_name(name)
         assert str(path) not in expected, f"duplicate corpus name {name}"
         path.write_bytes(blob)
@@ -204,8 +205,8 @@ def _run_tool(tool: Path, files: list[str], *options: str) -> dict[str, Expected
     if r.returncode != 0 or r.stderr != "":
         done = {ln.split("\t", 1)[0] for ln in lines}
         culprit = next((f for f in files if f not in done), None)
-        pytest.fail(f"{tool.parent.name}/xts3_tool exited {r.returncode} on {culprit} "
-                    f"(no verdict printed for it); stderr (sanitizer report?):\n{r.stderr[-6000:]}")
+        pytest.fail(f"{tool.parent.name}/xts3_tool exited {r.returncode} (first file without a verdict: "
+                    f"{culprit}); stderr (sanitizer or heap-use-in-invoke report):\n{r.stderr[-6000:]}")
     got: dict[str, Expected] = {}
     for line in lines:
         path, verdict, *detail = line.split("\t")
@@ -220,6 +221,12 @@ def _elf_class(path: Path) -> int:
         head = f.read(5)
     assert head[:4] == b"\x7fELF"
     return {1: 32, 2: 64}[head[4]]
+
+
+def test_op_corpus_uses_every_opcode():
+    # The corpus is also where the tool checks that Invoke allocates nothing,
+    # so every op must appear in it.
+    assert op_corpus.opcodes_used() == set(fmt.OPCODES)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])

@@ -13,7 +13,8 @@
 // input byte is (index * 37 + 11) mod 256. Outputs are printed as hex, one
 // tab-separated field per graph output, so a test can compare them with the
 // 64-bit host build. Exit status: 0 if every file was processed (accepted
-// or rejected), 2 on a usage or I/O error.
+// or rejected), 2 on a usage or I/O error, 3 if any Invoke touched the heap
+// (reported on stderr; the runtime must allocate nothing while it runs).
 //
 // Each blob is copied into a heap block of exactly its size, so an
 // AddressSanitizer build reports any read past its end. --misalign=N places
@@ -23,8 +24,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <new>
+
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+
+// Heap use during Invoke is counted: the runtime promises to allocate
+// nothing there. C allocations reach the counters through the linker's
+// --wrap (see host/CMakeLists.txt), C++ ones through operator new below.
+static volatile int g_count_allocs = 0;
+static unsigned long g_allocs = 0;
+static bool alloc_violations = false;
+
+extern "C" {
+void* __real_malloc(size_t n);
+void* __real_calloc(size_t n, size_t size);
+void* __real_realloc(void* p, size_t n);
+void* __wrap_malloc(size_t n) {
+  if (g_count_allocs) ++g_allocs;
+  return __real_malloc(n);
+}
+void* __wrap_calloc(size_t n, size_t size) {
+  if (g_count_allocs) ++g_allocs;
+  return __real_calloc(n, size);
+}
+void* __wrap_realloc(void* p, size_t n) {
+  if (g_count_allocs) ++g_allocs;
+  return __real_realloc(p, n);
+}
+}
+
+void* operator new(size_t n) {
+  if (g_count_allocs) ++g_allocs;
+  void* p = malloc(n ? n : 1);
+  if (p == nullptr) abort();
+  return p;
+}
+void* operator new[](size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { free(p); }
+void operator delete[](void* p) noexcept { free(p); }
+void operator delete(void* p, size_t) noexcept { free(p); }
+void operator delete[](void* p, size_t) noexcept { free(p); }
 
 namespace {
 
@@ -107,7 +147,14 @@ int ProcessFile(const char* path) {
       consumed += t.nbytes;
     }
     free(in_block);
+    g_allocs = 0;
+    g_count_allocs = 1;
     s = interp.Invoke();
+    g_count_allocs = 0;
+    if (g_allocs != 0) {
+      fprintf(stderr, "xts3_tool: %s: %lu heap allocations during invoke\n", path, g_allocs);
+      alloc_violations = true;
+    }
   }
   if (!s.ok()) {
     printf("%s\tREJECT\t%s\n", path, s.message());
@@ -172,5 +219,6 @@ int main(int argc, char** argv) {
     if (r != 0) rc = 2;
   }
   fflush(stdout);
+  if (alloc_violations) rc = 3;
   return rc;
 }
