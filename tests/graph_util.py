@@ -1,10 +1,12 @@
-"""Helpers for tests that build small XTS3 graphs with the writer and run them natively."""
+"""Helpers for tests that build small XTS3 graphs with the writer and run them natively, or expect the
+native parser to refuse them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 from executorch_espnn import _native
 from executorch_espnn.serialization import Xts3Writer
@@ -71,3 +73,17 @@ def run_op(op: str, inputs: list, outputs: list[Out] | Out, **params):
     blob, feeds = build_op(op, inputs, [outputs] if single else outputs, **params)
     results = _native.Program(blob).run(feeds)
     return results[0] if single else results
+
+
+def rejection_message(blob: bytes) -> str:
+    """The ValueError message with which the native parser refuses `blob` (fails the test if it loads)."""
+    with pytest.raises(ValueError) as info:
+        _native.Program(blob)
+    return str(info.value)
+
+
+def expect_rejected(blob: bytes, *fragments: str) -> None:
+    """The parser refuses `blob` with a message that contains every fragment."""
+    message = rejection_message(blob)
+    for f in fragments:
+        assert f in message, message

@@ -122,3 +122,13 @@ def test_run_checks_input_dtype_and_shape():
         prog.run([np.zeros(4, np.float32)])
     with pytest.raises(ValueError, match="expected 1 inputs, got 2"):
         prog.run([np.zeros((1, 4), np.float32)] * 2)
+
+
+def test_run_accepts_equal_dtype_objects_from_pickled_arrays():
+    # numpy dtypes compare by value; an unpickled array carries an equal but
+    # distinct dtype object, which must be accepted.
+    import pickle
+
+    x = pickle.loads(pickle.dumps(np.array([[0.0, 0.5, -3.0, 100.0]], np.float32)))
+    (y,) = _native.Program(_tiny_graph().to_bytes()).run([x])
+    np.testing.assert_array_equal(y, np.array([[0.0, 0.5, -3.0, 63.0]], np.float32))

@@ -128,6 +128,11 @@ i8_array new_output(const std::vector<py::ssize_t> &shape) {
     return out;
 }
 
+// An output of x's shape.
+i8_array new_output_like(const py::array &x) {
+    return new_output(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+}
+
 const int32_t *optional_bias(const py::object &bias, i32_array &holder, int64_t out_ch) {
     if (bias.is_none()) return nullptr;
     holder = checked_array<int32_t>(bias, "bias");
@@ -135,18 +140,26 @@ const int32_t *optional_bias(const py::object &bias, i32_array &holder, int64_t 
     return holder.data();
 }
 
+void check_exponents(const i32_array &shift) {
+    for (py::ssize_t i = 0; i < shift.size(); ++i) exponent(shift.data()[i], "shift[i]");
+}
+
 // ---- element-wise ----------------------------------------------------------
+
+// ESP-NN's add and mul do not broadcast.
+void expect_same_shape(const i8_array &a, const i8_array &b) {
+    if (shape_str(a) != shape_str(b)) {
+        fail("input2: shape " + shape_str(b) + " differs from input1 " + shape_str(a) + " (no broadcasting)");
+    }
+}
 
 i8_array add_s8(const py::object &input1, const py::object &input2, int64_t in1_offset, int64_t in2_offset,
                 int64_t in1_mult, int64_t in2_mult, int64_t in1_shift, int64_t in2_shift, int64_t left_shift,
                 int64_t out_offset, int64_t out_mult, int64_t out_shift, int64_t act_min, int64_t act_max) {
     auto a = checked_array<int8_t>(input1, "input1");
     auto b = checked_array<int8_t>(input2, "input2");
-    if (shape_str(a) != shape_str(b)) {
-        fail("input2: shape " + shape_str(b) + " differs from input1 " + shape_str(a) + " (no broadcasting)");
-    }
-    std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-    auto out = new_output(shape);
+    expect_same_shape(a, b);
+    auto out = new_output_like(a);
     esp_nn_add_elementwise_s8(a.data(), b.data(), i32(in1_offset, "in1_offset"), i32(in2_offset, "in2_offset"),
                               i32(in1_mult, "in1_mult"), i32(in2_mult, "in2_mult"),
                               static_cast<int32_t>(in_range(in1_shift, -31, 0, "in1_shift")),
@@ -162,11 +175,8 @@ i8_array mul_s8(const py::object &input1, const py::object &input2, int64_t in1_
                 int64_t out_offset, int64_t out_mult, int64_t out_shift, int64_t act_min, int64_t act_max) {
     auto a = checked_array<int8_t>(input1, "input1");
     auto b = checked_array<int8_t>(input2, "input2");
-    if (shape_str(a) != shape_str(b)) {
-        fail("input2: shape " + shape_str(b) + " differs from input1 " + shape_str(a) + " (no broadcasting)");
-    }
-    std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-    auto out = new_output(shape);
+    expect_same_shape(a, b);
+    auto out = new_output_like(a);
     esp_nn_mul_elementwise_s8(a.data(), b.data(), i32(in1_offset, "in1_offset"), i32(in2_offset, "in2_offset"),
                               out.mutable_data(), i32(out_offset, "out_offset"), i32(out_mult, "out_mult"),
                               exponent(out_shift, "out_shift"), i32(act_min, "act_min"), i32(act_max, "act_max"),
@@ -192,6 +202,56 @@ i8_array mul_broadcast_channel_s8(const py::object &input1, const py::object &in
 }
 
 // ---- convolutions ------------------------------------------------------------
+
+// Stride and pad, which ESP-NN keeps in uint16_t, and the window origins of
+// an out_h x out_w output.
+void check_window(int64_t out_h, int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                  const char *what) {
+    u16(stride_h, "stride_h");
+    u16(stride_w, "stride_w");
+    u16(pad_h, "pad_h");
+    u16(pad_w, "pad_w");
+    check_origins(out_h, stride_h, what);
+    check_origins(out_w, stride_w, what);
+}
+
+// Per-output-channel mult and shift arrays of length out_ch.
+struct PerChannelQuant {
+    i32_array mult, shift;
+
+    // ESP-NN's quant_data_t has non-const pointers but only reads them.
+    quant_data_t espnn() const {
+        return {const_cast<int32_t *>(shift.data()), const_cast<int32_t *>(mult.data())};
+    }
+};
+
+PerChannelQuant per_channel_quant(const py::object &mult, const py::object &shift, int64_t out_ch) {
+    PerChannelQuant q{checked_array<int32_t>(mult, "mult"), checked_array<int32_t>(shift, "shift")};
+    expect_len(q.mult, out_ch, "mult");
+    expect_len(q.shift, out_ch, "shift");
+    check_exponents(q.shift);
+    return q;
+}
+
+// The fields conv_params_t and dw_conv_params_t share (ESP-NN orders
+// stride and padding as {width, height}).
+template <typename Params>
+Params window_params(int64_t in_offset, int64_t out_offset, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                     int64_t pad_w, int64_t act_min, int64_t act_max) {
+    Params params;
+    params.in_offset = i32(in_offset, "in_offset");
+    params.out_offset = i32(out_offset, "out_offset");
+    params.stride = {static_cast<int32_t>(stride_w), static_cast<int32_t>(stride_h)};
+    params.padding = {static_cast<int32_t>(pad_w), static_cast<int32_t>(pad_h)};
+    params.dilation = {1, 1};
+    params.activation = {i32(act_min, "act_min"), i32(act_max, "act_max")};
+    return params;
+}
+
+// ESP-NN's {width, height, channels, extra} dims.
+data_dims_t dims(int64_t w, int64_t h, int64_t c, int32_t extra) {
+    return {static_cast<int32_t>(w), static_cast<int32_t>(h), static_cast<int32_t>(c), extra};
+}
 
 i8_array conv_s8(const py::object &input, const py::object &filter, const py::object &bias, const py::object &mult,
                  const py::object &shift, int64_t out_h, int64_t out_w, int64_t out_ch, int64_t filter_ch,
@@ -220,31 +280,17 @@ i8_array conv_s8(const py::object &input, const py::object &filter, const py::ob
              "), got " + shape_str(w));
     }
     const int64_t k_h = u16(w.shape(1), "k_h"), k_w = u16(w.shape(2), "k_w");
-    u16(stride_h, "stride_h");
-    u16(stride_w, "stride_w");
-    u16(pad_h, "pad_h");
-    u16(pad_w, "pad_w");
-    check_origins(out_h, stride_h, "conv");
-    check_origins(out_w, stride_w, "conv");
-    auto m = checked_array<int32_t>(mult, "mult");
-    auto s = checked_array<int32_t>(shift, "shift");
-    expect_len(m, out_ch, "mult");
-    expect_len(s, out_ch, "shift");
-    for (py::ssize_t i = 0; i < s.size(); ++i) exponent(s.data()[i], "shift[i]");
+    check_window(out_h, out_w, stride_h, stride_w, pad_h, pad_w, "conv");
+    const PerChannelQuant q = per_channel_quant(mult, shift, out_ch);
     i32_array bias_holder;
     const int32_t *b = optional_bias(bias, bias_holder, out_ch);
 
-    data_dims_t in_dims = {static_cast<int32_t>(in_w), static_cast<int32_t>(in_h), static_cast<int32_t>(in_ch), 1};
-    data_dims_t f_dims = {static_cast<int32_t>(k_w), static_cast<int32_t>(k_h), static_cast<int32_t>(filter_ch), 0};
-    data_dims_t o_dims = {static_cast<int32_t>(out_w), static_cast<int32_t>(out_h), static_cast<int32_t>(out_ch), 1};
-    conv_params_t params;
-    params.in_offset = i32(in_offset, "in_offset");
-    params.out_offset = i32(out_offset, "out_offset");
-    params.stride = {static_cast<int32_t>(stride_w), static_cast<int32_t>(stride_h)};
-    params.padding = {static_cast<int32_t>(pad_w), static_cast<int32_t>(pad_h)};
-    params.dilation = {1, 1};
-    params.activation = {i32(act_min, "act_min"), i32(act_max, "act_max")};
-    quant_data_t quant = {const_cast<int32_t *>(s.data()), const_cast<int32_t *>(m.data())};
+    data_dims_t in_dims = dims(in_w, in_h, in_ch, 1);
+    data_dims_t f_dims = dims(k_w, k_h, filter_ch, 0);
+    data_dims_t o_dims = dims(out_w, out_h, out_ch, 1);
+    conv_params_t params =
+        window_params<conv_params_t>(in_offset, out_offset, stride_h, stride_w, pad_h, pad_w, act_min, act_max);
+    quant_data_t quant = q.espnn();
 
     auto out = new_output({static_cast<py::ssize_t>(out_h), static_cast<py::ssize_t>(out_w),
                            static_cast<py::ssize_t>(out_ch)});
@@ -273,32 +319,18 @@ i8_array depthwise_conv_s8(const py::object &input, const py::object &filter, co
         fail("filter: expected shape (k_h, k_w, " + std::to_string(out_ch) + "), got " + shape_str(w));
     }
     const int64_t k_h = u16(w.shape(0), "k_h"), k_w = u16(w.shape(1), "k_w");
-    u16(stride_h, "stride_h");
-    u16(stride_w, "stride_w");
-    u16(pad_h, "pad_h");
-    u16(pad_w, "pad_w");
-    check_origins(out_h, stride_h, "depthwise");
-    check_origins(out_w, stride_w, "depthwise");
-    auto m = checked_array<int32_t>(mult, "mult");
-    auto s = checked_array<int32_t>(shift, "shift");
-    expect_len(m, out_ch, "mult");
-    expect_len(s, out_ch, "shift");
-    for (py::ssize_t i = 0; i < s.size(); ++i) exponent(s.data()[i], "shift[i]");
+    check_window(out_h, out_w, stride_h, stride_w, pad_h, pad_w, "depthwise");
+    const PerChannelQuant q = per_channel_quant(mult, shift, out_ch);
     i32_array bias_holder;
     const int32_t *b = optional_bias(bias, bias_holder, out_ch);
 
-    data_dims_t in_dims = {static_cast<int32_t>(in_w), static_cast<int32_t>(in_h), static_cast<int32_t>(in_ch), 1};
-    data_dims_t f_dims = {static_cast<int32_t>(k_w), static_cast<int32_t>(k_h), static_cast<int32_t>(out_ch), 0};
-    data_dims_t o_dims = {static_cast<int32_t>(out_w), static_cast<int32_t>(out_h), static_cast<int32_t>(out_ch), 1};
-    dw_conv_params_t params;
-    params.in_offset = i32(in_offset, "in_offset");
-    params.out_offset = i32(out_offset, "out_offset");
+    data_dims_t in_dims = dims(in_w, in_h, in_ch, 1);
+    data_dims_t f_dims = dims(k_w, k_h, out_ch, 0);
+    data_dims_t o_dims = dims(out_w, out_h, out_ch, 1);
+    dw_conv_params_t params = window_params<dw_conv_params_t>(in_offset, out_offset, stride_h, stride_w, pad_h,
+                                                              pad_w, act_min, act_max);
     params.ch_mult = static_cast<int32_t>(ch_mult);
-    params.stride = {static_cast<int32_t>(stride_w), static_cast<int32_t>(stride_h)};
-    params.padding = {static_cast<int32_t>(pad_w), static_cast<int32_t>(pad_h)};
-    params.dilation = {1, 1};
-    params.activation = {i32(act_min, "act_min"), i32(act_max, "act_max")};
-    quant_data_t quant = {const_cast<int32_t *>(s.data()), const_cast<int32_t *>(m.data())};
+    quant_data_t quant = q.espnn();
 
     auto out = new_output({static_cast<py::ssize_t>(out_h), static_cast<py::ssize_t>(out_w),
                            static_cast<py::ssize_t>(out_ch)});
@@ -371,7 +403,7 @@ i8_array fully_connected_per_ch_s8(const py::object &input, int64_t in_offset, c
     auto mu = checked_array<int32_t>(mult, "mult");
     expect_len(sh, s.out_ch, "shift");
     expect_len(mu, s.out_ch, "mult");
-    for (py::ssize_t i = 0; i < sh.size(); ++i) exponent(sh.data()[i], "shift[i]");
+    check_exponents(sh);
     const int32_t io = i32(in_offset, "in_offset"), fo = i32(filter_offset, "filter_offset");
     const int32_t oo = i32(out_offset, "out_offset");
     const int32_t lo = i32(act_min, "act_min"), hi = i32(act_max, "act_max");
@@ -402,9 +434,10 @@ int64_t min_taps(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad
     return fewest;
 }
 
-i8_array pool_s8(pool_fn fn, bool needs_taps, const py::object &input, int64_t out_h, int64_t out_w,
-                 int64_t stride_h, int64_t stride_w, int64_t k_h, int64_t k_w, int64_t pad_h, int64_t pad_w,
-                 int64_t act_min, int64_t act_max) {
+// Average pool (NeedsTaps: it divides by the tap count) or max pool.
+template <pool_fn Fn, bool NeedsTaps>
+i8_array pool_s8(const py::object &input, int64_t out_h, int64_t out_w, int64_t stride_h, int64_t stride_w,
+                 int64_t k_h, int64_t k_w, int64_t pad_h, int64_t pad_w, int64_t act_min, int64_t act_max) {
     auto x = checked_array<int8_t>(input, "input");
     expect_ndim(x, 3, "input", "[in_h, in_w, channels]");
     const uint16_t in_h = u16(x.shape(0), "in_h"), in_w = u16(x.shape(1), "in_w");
@@ -415,13 +448,13 @@ i8_array pool_s8(pool_fn fn, bool needs_taps, const py::object &input, int64_t o
     const uint16_t ph = u16(pad_h, "pad_h"), pw = u16(pad_w, "pad_w");
     check_origins(oh, sh, "pool");
     check_origins(ow, sw, "pool");
-    if (needs_taps && ch > 0 && oh > 0 && ow > 0 &&
+    if (NeedsTaps && ch > 0 && oh > 0 && ow > 0 &&
         (min_taps(in_h, oh, kh, sh, ph) == 0 || min_taps(in_w, ow, kw, sw, pw) == 0)) {
         // ESP-NN's average pool divides by the tap count.
         fail("avg_pool: some output window has no tap inside the input");
     }
     auto out = new_output({oh, ow, ch});
-    fn(x.data(), in_w, in_h, out.mutable_data(), ow, oh, sw, sh, kw, kh, pw, ph, i32(act_min, "act_min"),
+    Fn(x.data(), in_w, in_h, out.mutable_data(), ow, oh, sw, sh, kw, kh, pw, ph, i32(act_min, "act_min"),
        i32(act_max, "act_max"), ch);
     return out;
 }
@@ -437,8 +470,7 @@ i8_array softmax_s8(const py::object &input, int64_t mult, int64_t shift, int64_
     const int32_t m = i32(mult, "mult");
     const int32_t s = static_cast<int32_t>(in_range(shift, 0, 31, "shift"));
     const int32_t d = static_cast<int32_t>(in_range(diff_min, std::numeric_limits<int32_t>::min(), 0, "diff_min"));
-    std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
-    auto out = new_output(shape);
+    auto out = new_output_like(x);
     if (x.size() == 0) return out;
     Scratch scratch(esp_nn_get_softmax_scratch_size(static_cast<int32_t>(width), static_cast<int32_t>(height)));
     esp_nn_set_softmax_scratch_buf(scratch.ptr());
@@ -461,8 +493,7 @@ i8_array mean_s8(const py::object &input, int64_t input_zp, int64_t output_zp, i
 i8_array hard_swish_s8(const py::object &input, int64_t input_zp, int64_t output_mult_fxp, int64_t reluish_mult_fxp,
                        int64_t reluish_mult_exp, int64_t output_mult_exp, int64_t output_zp) {
     auto x = checked_array<int8_t>(input, "input");
-    std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
-    auto out = new_output(shape);
+    auto out = new_output_like(x);
     const int16_t izp = i16(input_zp, "input_zp"), ozp = i16(output_zp, "output_zp");
     const int16_t omf = i16(output_mult_fxp, "output_mult_fxp"), rmf = i16(reluish_mult_fxp, "reluish_mult_fxp");
     const int32_t rme = exponent(reluish_mult_exp, "reluish_mult_exp");
@@ -487,8 +518,7 @@ i8_array logistic_s8(const py::object &input, const py::object &lut) {
     auto x = checked_array<int8_t>(input, "input");
     auto table = checked_array<int8_t>(lut, "lut");
     expect_len(table, 256, "lut");
-    std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
-    auto out = new_output(shape);
+    auto out = new_output_like(x);
     esp_nn_logistic_s8(x.data(), out.mutable_data(), static_cast<int32_t>(x.size()), table.data());
     return out;
 }
@@ -496,8 +526,7 @@ i8_array logistic_s8(const py::object &input, const py::object &lut) {
 i8_array relu6_s8(const py::object &input) {
     auto x = checked_array<int8_t>(input, "input");
     if (x.size() > 65535) fail("input: ESP-NN's relu6 takes at most 65535 elements (uint16_t size)");
-    std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
-    auto out = new_output(shape);
+    auto out = new_output_like(x);
     if (x.size() > 0) std::copy(x.data(), x.data() + x.size(), out.mutable_data());
     esp_nn_relu6_s8(out.mutable_data(), static_cast<uint16_t>(x.size()));
     return out;
@@ -557,26 +586,14 @@ void bind_espnn_kernels(py::module_ &m) {
           py::arg("filter"), py::arg("filter_offset"), py::arg("bias"), py::arg("out_offset"), py::arg("shift"),
           py::arg("mult"), py::arg("act_min"), py::arg("act_max"),
           "esp_nn_fully_connected_per_ch_s8: as fully_connected_s8 with int32 [out_ch] shift and mult arrays.");
-    k.def(
-        "avg_pool_s8",
-        [](const py::object &input, int64_t out_h, int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t k_h,
-           int64_t k_w, int64_t pad_h, int64_t pad_w, int64_t act_min, int64_t act_max) {
-            return pool_s8(&esp_nn_avg_pool_s8, true, input, out_h, out_w, stride_h, stride_w, k_h, k_w, pad_h,
-                           pad_w, act_min, act_max);
-        },
-        py::arg("input"), py::arg("out_h"), py::arg("out_w"), py::arg("stride_h"), py::arg("stride_w"),
-        py::arg("k_h"), py::arg("k_w"), py::arg("pad_h"), py::arg("pad_w"), py::arg("act_min"), py::arg("act_max"),
-        "esp_nn_avg_pool_s8 on input [in_h, in_w, channels]; every window needs an in-image tap.");
-    k.def(
-        "max_pool_s8",
-        [](const py::object &input, int64_t out_h, int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t k_h,
-           int64_t k_w, int64_t pad_h, int64_t pad_w, int64_t act_min, int64_t act_max) {
-            return pool_s8(&esp_nn_max_pool_s8, false, input, out_h, out_w, stride_h, stride_w, k_h, k_w, pad_h,
-                           pad_w, act_min, act_max);
-        },
-        py::arg("input"), py::arg("out_h"), py::arg("out_w"), py::arg("stride_h"), py::arg("stride_w"),
-        py::arg("k_h"), py::arg("k_w"), py::arg("pad_h"), py::arg("pad_w"), py::arg("act_min"), py::arg("act_max"),
-        "esp_nn_max_pool_s8 on input [in_h, in_w, channels].");
+    k.def("avg_pool_s8", &pool_s8<&esp_nn_avg_pool_s8, true>, py::arg("input"), py::arg("out_h"), py::arg("out_w"),
+          py::arg("stride_h"), py::arg("stride_w"), py::arg("k_h"), py::arg("k_w"), py::arg("pad_h"),
+          py::arg("pad_w"), py::arg("act_min"), py::arg("act_max"),
+          "esp_nn_avg_pool_s8 on input [in_h, in_w, channels]; every window needs an in-image tap.");
+    k.def("max_pool_s8", &pool_s8<&esp_nn_max_pool_s8, false>, py::arg("input"), py::arg("out_h"), py::arg("out_w"),
+          py::arg("stride_h"), py::arg("stride_w"), py::arg("k_h"), py::arg("k_w"), py::arg("pad_h"),
+          py::arg("pad_w"), py::arg("act_min"), py::arg("act_max"),
+          "esp_nn_max_pool_s8 on input [in_h, in_w, channels].");
     k.def("softmax_s8", &softmax_s8, py::arg("input"), py::arg("mult"), py::arg("shift"), py::arg("diff_min"),
           "esp_nn_softmax_s8 over the last dimension (width); shift >= 0 is TFLite's input_left_shift.");
     k.def("mean_s8", &mean_s8, py::arg("input"), py::arg("input_zp"), py::arg("output_zp"), py::arg("mult"),

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,11 +42,6 @@ class AlignedBuffer {
   uint8_t* data_;
   size_t size_;
 };
-
-[[noreturn]] void ThrowStatus(const Status& s) {
-  if (s.code() == StatusCode::kInvalidArgument) throw py::value_error(s.message());
-  throw py::value_error(s.message());
-}
 
 py::dtype NumpyDType(DType d) {
   switch (d) {
@@ -120,12 +116,12 @@ class Program {
     blob_ = std::make_unique<AlignedBuffer>(bytes.size());
     std::memcpy(blob_->data(), bytes.data(), bytes.size());
     Status s = ParseModel(blob_->data(), blob_->size(), &model_);
-    if (!s.ok()) ThrowStatus(s);
+    if (!s.ok()) throw py::value_error(s.message());
     req_ = ComputeMemoryRequirements(model_);
     arena_ = std::make_unique<AlignedBuffer>(req_.arena_bytes);
     scratch_ = std::make_unique<AlignedBuffer>(req_.scratch_bytes);
     s = interp_.Init(&model_, arena_->data(), arena_->size(), scratch_->data(), scratch_->size());
-    if (!s.ok()) ThrowStatus(s);
+    if (!s.ok()) throw py::value_error(s.message());
   }
 
   uint32_t arena_bytes() const { return req_.arena_bytes; }
@@ -156,7 +152,7 @@ class Program {
     for (uint32_t i = 0; i < interp_.num_inputs(); ++i) {
       const TensorInfo t = interp_.input_info(i);
       py::array a = inputs[i];
-      if (!a.dtype().is(NumpyDType(t.dtype)))
+      if (!a.dtype().equal(NumpyDType(t.dtype)))
         throw py::value_error("input " + std::to_string(i) + ": dtype " +
                               std::string(py::str(a.dtype())) + ", the graph expects " +
                               DTypeName(t.dtype));
@@ -192,103 +188,83 @@ class Program {
   Interpreter interp_;
 };
 
+// A named format constant (all of them fit uint32; Python sees plain ints).
+struct NamedConstant {
+  const char* name;
+  uint32_t value;
+};
+
+py::dict ConstantDict(std::initializer_list<NamedConstant> constants) {
+  py::dict d;
+  for (const NamedConstant& c : constants) d[c.name] = c.value;
+  return d;
+}
+
 void BindFormatConstants(py::module_& m) {
-  m.attr("FORMAT_MAGIC") = kMagic;
-  m.attr("FORMAT_VERSION") = kFormatVersion;
-  m.attr("MIN_FORMAT_VERSION") = kMinFormatVersion;
-  m.attr("HEADER_SIZE") = kHeaderSize;
-  py::dict header;
-  header["magic"] = kHdrMagic;
-  header["version"] = kHdrVersion;
-  header["header_size"] = kHdrHeaderSize;
-  header["blob_size"] = kHdrBlobSize;
-  header["flags"] = kHdrFlags;
-  header["arena_size"] = kHdrArenaSize;
-  header["section_count"] = kHdrSectionCount;
-  header["section_table"] = kHdrSectionTable;
-  header["reserved"] = kHdrReserved;
-  m.attr("HEADER_FIELDS") = header;
-  m.attr("SECTION_ENTRY_SIZE") = kSectionEntrySize;
-  py::dict sections;
+  const NamedConstant scalars[] = {
+      {"FORMAT_MAGIC", kMagic},
+      {"FORMAT_VERSION", kFormatVersion},
+      {"MIN_FORMAT_VERSION", kMinFormatVersion},
+      {"HEADER_SIZE", kHeaderSize},
+      {"SECTION_ENTRY_SIZE", kSectionEntrySize},
+      {"TENSOR_RECORD_SIZE", kTensorRecordSize},
+      {"OP_RECORD_SIZE", kOpRecordSize},
+      {"NO_TENSOR", kNoTensor},
+      {"CONSTANT_ALIGNMENT", kConstantAlignment},
+      {"ARENA_ALIGNMENT", kArenaAlignment},
+      {"BLOB_ALIGNMENT", kBlobAlignment},
+      {"LUT_ENTRIES", kLutEntries},
+      {"BILINEAR_FRAC_BITS", kBilinearFracBits},
+  };
+  for (const NamedConstant& c : scalars) m.attr(c.name) = c.value;
+
+  // Byte offsets of the fields of the fixed-size records.
+  m.attr("HEADER_FIELDS") = ConstantDict({
+      {"magic", kHdrMagic}, {"version", kHdrVersion}, {"header_size", kHdrHeaderSize},
+      {"blob_size", kHdrBlobSize}, {"flags", kHdrFlags}, {"arena_size", kHdrArenaSize},
+      {"section_count", kHdrSectionCount}, {"section_table", kHdrSectionTable},
+      {"reserved", kHdrReserved}});
+  m.attr("TENSOR_FIELDS") = ConstantDict({
+      {"dtype", kTenDtype}, {"rank", kTenRank}, {"memory", kTenMemory}, {"flags", kTenFlags},
+      {"offset", kTenOffset}, {"nbytes", kTenNbytes}, {"zero_point", kTenZeroPoint},
+      {"scale", kTenScale}, {"dims", kTenDims}});
+  m.attr("OP_FIELDS") = ConstantDict({
+      {"opcode", kOpOpcode}, {"num_inputs", kOpNumInputs}, {"num_outputs", kOpNumOutputs},
+      {"io_start", kOpIoStart}, {"params_start", kOpParamsStart},
+      {"params_count", kOpParamsCount}, {"debug_handle", kOpDebugHandle}});
+  m.attr("LIMITS") = ConstantDict({
+      {"max_rank", kMaxRank}, {"max_tensors", kMaxTensors}, {"max_ops", kMaxOps},
+      {"max_graph_inputs", kMaxGraphInputs}, {"max_graph_outputs", kMaxGraphOutputs},
+      {"max_op_inputs", kMaxOpInputs}, {"max_op_outputs", kMaxOpOutputs}, {"max_dim", kMaxDim},
+      {"max_kernel_dim", kMaxKernelDim}, {"max_tensor_bytes", kMaxTensorBytes},
+      {"max_arena_bytes", kMaxArenaBytes}, {"max_blob_bytes", kMaxBlobBytes},
+      {"max_softmax_width", kMaxSoftmaxWidth}});
+
+  // The header's X-macro tables.
+  py::dict sections, dtypes, memory, opcodes;
 #define ESPNN_X(name, id, rec) sections[#name] = py::make_tuple(id, rec);
   ESPNN_XTS3_SECTIONS(ESPNN_X)
 #undef ESPNN_X
-  m.attr("SECTIONS") = sections;
-
-  m.attr("TENSOR_RECORD_SIZE") = kTensorRecordSize;
-  py::dict tfields;
-  tfields["dtype"] = kTenDtype;
-  tfields["rank"] = kTenRank;
-  tfields["memory"] = kTenMemory;
-  tfields["flags"] = kTenFlags;
-  tfields["offset"] = kTenOffset;
-  tfields["nbytes"] = kTenNbytes;
-  tfields["zero_point"] = kTenZeroPoint;
-  tfields["scale"] = kTenScale;
-  tfields["dims"] = kTenDims;
-  m.attr("TENSOR_FIELDS") = tfields;
-
-  m.attr("OP_RECORD_SIZE") = kOpRecordSize;
-  py::dict ofields;
-  ofields["opcode"] = kOpOpcode;
-  ofields["num_inputs"] = kOpNumInputs;
-  ofields["num_outputs"] = kOpNumOutputs;
-  ofields["io_start"] = kOpIoStart;
-  ofields["params_start"] = kOpParamsStart;
-  ofields["params_count"] = kOpParamsCount;
-  ofields["debug_handle"] = kOpDebugHandle;
-  m.attr("OP_FIELDS") = ofields;
-
-  py::dict dtypes;
 #define ESPNN_X(name, id, size) dtypes[#name] = py::make_tuple(id, size);
   ESPNN_XTS3_DTYPES(ESPNN_X)
 #undef ESPNN_X
-  m.attr("DTYPES") = dtypes;
-  py::dict memory;
 #define ESPNN_X(name, id) memory[#name] = id;
   ESPNN_XTS3_MEMORY_KINDS(ESPNN_X)
 #undef ESPNN_X
-  m.attr("MEMORY_KINDS") = memory;
-
-  py::dict opcodes;
-#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt)                               \
-  {                                                                                        \
-    py::dict d;                                                                            \
-    d["opcode"] = code;                                                                    \
-    d["min_version"] = ver;                                                                \
-    d["min_inputs"] = imin;                                                                \
-    d["max_inputs"] = imax;                                                                \
-    d["min_outputs"] = omin;                                                               \
-    d["max_outputs"] = omax;                                                               \
-    d["optional_inputs"] = opt;                                                            \
-    d["params"] = py::tuple(py::cast(ParamNames(Opcode::name)));                           \
-    opcodes[#name] = d;                                                                    \
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt)                                \
+  {                                                                                         \
+    py::dict d = ConstantDict({{"opcode", code}, {"min_version", ver}, {"min_inputs", imin}, \
+                               {"max_inputs", imax}, {"min_outputs", omin},                 \
+                               {"max_outputs", omax}, {"optional_inputs", opt}});           \
+    d["params"] = py::tuple(py::cast(ParamNames(Opcode::name)));                            \
+    opcodes[#name] = d;                                                                     \
   }
   ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
+  m.attr("SECTIONS") = sections;
+  m.attr("DTYPES") = dtypes;
+  m.attr("MEMORY_KINDS") = memory;
   m.attr("OPCODES") = opcodes;
-
-  m.attr("NO_TENSOR") = kNoTensor;
-  py::dict limits;
-  limits["max_rank"] = kMaxRank;
-  limits["max_tensors"] = kMaxTensors;
-  limits["max_ops"] = kMaxOps;
-  limits["max_graph_inputs"] = kMaxGraphInputs;
-  limits["max_graph_outputs"] = kMaxGraphOutputs;
-  limits["max_op_inputs"] = kMaxOpInputs;
-  limits["max_op_outputs"] = kMaxOpOutputs;
-  limits["max_dim"] = kMaxDim;
-  limits["max_kernel_dim"] = kMaxKernelDim;
-  limits["max_tensor_bytes"] = kMaxTensorBytes;
-  limits["max_arena_bytes"] = kMaxArenaBytes;
-  limits["max_blob_bytes"] = kMaxBlobBytes;
-  limits["max_softmax_width"] = kMaxSoftmaxWidth;
-  m.attr("LIMITS") = limits;
-  m.attr("CONSTANT_ALIGNMENT") = kConstantAlignment;
-  m.attr("ARENA_ALIGNMENT") = kArenaAlignment;
-  m.attr("BLOB_ALIGNMENT") = kBlobAlignment;
-  m.attr("LUT_ENTRIES") = kLutEntries;
-  m.attr("BILINEAR_FRAC_BITS") = kBilinearFracBits;
 }
 
 }  // namespace

@@ -1,18 +1,10 @@
 """Exact edge cases of ESP-NN's requantization, against TFLite's integer formulas.
 
-The oracle is TFLite's documented integer arithmetic, written below in Python
-ints (independent of the C++ under test):
-
-* SaturatingRoundingDoublingHighMul (SRDHM): the product a*b, a nudge of
-  +2^30 (product >= 0) or 1 - 2^30 (product < 0), then division by 2^31
-  truncating toward zero; SRDHM(INT32_MIN, INT32_MIN) saturates to INT32_MAX.
-* RoundingDivideByPOT (RDBP): mask = 2^e - 1, remainder = x & mask,
-  threshold = (mask >> 1) + (x < 0), result = (x >> e) + (remainder > threshold),
-  i.e. round to nearest with ties away from zero.
-* MultiplyByQuantizedMultiplier (MBQM, double rounding):
-  RDBP(SRDHM(x * 2^max(s, 0), m), max(-s, 0)).  ESP-NN forms x * 2^s in int32
-  with wrap-around (reference/espnn-kernels.md, section 2.1); TFLite leaves
-  that overflow undefined, so only a few cases below exercise it.
+The oracle is TFLite's documented integer arithmetic (SRDHM, RDBP and MBQM with
+ESP-NN's wrapping left shift), written in tests/tflite_reference.py independently
+of the C++ under test and shared with the op tests; test_oracle_examples below
+guards the oracle itself. TFLite leaves the overflow of x * 2^s undefined, so
+only a few cases below exercise it.
 
 The values are observed through the kernels with size-1 tensors.  mul_s8
 computes clamp(MBQM((x1 + o1) * (x2 + o2), m, s) + out_offset): with x1 = x2 = 0,
@@ -29,38 +21,7 @@ import itertools
 import numpy as np
 import pytest
 
-I32_MIN = -(2**31)
-I32_MAX = 2**31 - 1
-
-
-# ---- oracle: TFLite integer formulas in Python ints ---------------------------
-
-
-def wrap32(v: int) -> int:
-    return (v + 2**31) % 2**32 - 2**31
-
-
-def srdhm(a: int, b: int) -> int:
-    if a == I32_MIN and b == I32_MIN:
-        return I32_MAX
-    ab = a * b
-    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-    num = ab + nudge
-    q = abs(num) // 2**31  # truncation toward zero
-    return q if num >= 0 else -q
-
-
-def rdbp(x: int, e: int) -> int:
-    assert 0 <= e <= 31
-    mask = (1 << e) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (1 if x < 0 else 0)
-    return (x >> e) + (1 if remainder > threshold else 0)
-
-
-def mbqm(x: int, m: int, s: int) -> int:
-    left, right = max(s, 0), max(-s, 0)
-    return rdbp(srdhm(wrap32(x * (1 << left)), m), right)
+from tflite_reference import INT32_MAX, INT32_MIN, mbqm, rdbp, srdhm, wrap32
 
 
 # ---- access through the kernels -------------------------------------------------
@@ -80,7 +41,7 @@ def _target_for(expected: int) -> int:
 
 def kernel_mbqm_matches(kernels, x: int, m: int, s: int) -> tuple[int, int]:
     """Run MBQM(x, m, s) through mul_s8; return (observed, wanted) int8 outputs."""
-    expected = mbqm(x, m, s)
+    expected = int(mbqm(x, m, s))
     target = _target_for(expected)
     zero = np.zeros(1, np.int8)
     out = kernels.mul_s8(
@@ -106,8 +67,8 @@ def test_oracle_examples():
     assert srdhm(1, 1 << 30) == 1  # +0.5 rounds up
     assert srdhm(-1, 1 << 30) == 0  # -0.5 rounds toward +inf in SRDHM
     assert srdhm(-3, 1 << 30) == -1  # -1.5 -> -1
-    assert srdhm(I32_MIN, I32_MIN) == I32_MAX
-    assert srdhm(I32_MIN, I32_MAX) == -I32_MAX
+    assert srdhm(INT32_MIN, INT32_MIN) == INT32_MAX
+    assert srdhm(INT32_MIN, INT32_MAX) == -INT32_MAX
     assert rdbp(5, 1) == 3 and rdbp(-5, 1) == -3  # ties away from zero
     assert rdbp(6, 2) == 2 and rdbp(-6, 2) == -2
     assert rdbp(5, 2) == 1 and rdbp(-5, 2) == -1
@@ -116,8 +77,8 @@ def test_oracle_examples():
 
 # ---- edge cases through the kernel ----------------------------------------------
 
-MULTS = [1 << 30, I32_MAX, 1518500250, 1073741825, 2**31 - 2**20]
-XS = [0, 1, -1, 2, -2, 3, -3, 255, -255, 65025, -65025, 12345678, -12345678, I32_MAX, I32_MIN]
+MULTS = [1 << 30, INT32_MAX, 1518500250, 1073741825, 2**31 - 2**20]
+XS = [0, 1, -1, 2, -2, 3, -3, 255, -255, 65025, -65025, 12345678, -12345678, INT32_MAX, INT32_MIN]
 
 
 @pytest.mark.parametrize("shift", range(-31, 31))
@@ -137,20 +98,20 @@ def test_rdbp_exact_ties(kernels, right):
         r = (2 * k + 1) * half
         for sign in (1, -1):
             x = sign * 2 * r
-            if not I32_MIN <= x <= I32_MAX:
+            if not INT32_MIN <= x <= INT32_MAX:
                 continue
             assert srdhm(x, 1 << 30) == sign * r
             check(kernels, x, 1 << 30, -right)
             # one below / above the tie must round the other way
             for delta in (-2, 2):
-                if I32_MIN <= x + delta <= I32_MAX:
+                if INT32_MIN <= x + delta <= INT32_MAX:
                     check(kernels, x + delta, 1 << 30, -right)
 
 
 def test_rdbp_tie_at_31_with_int32_min(kernels):
     # SRDHM(INT32_MIN, 2^30) = -2^30 exactly; RDBP(-2^30, 31) is the tie -0.5 -> -1
-    assert mbqm(I32_MIN, 1 << 30, -31) == -1
-    check(kernels, I32_MIN, 1 << 30, -31)
+    assert mbqm(INT32_MIN, 1 << 30, -31) == -1
+    check(kernels, INT32_MIN, 1 << 30, -31)
 
 
 def test_srdhm_ties_and_signs(kernels):
@@ -163,25 +124,25 @@ def test_srdhm_ties_and_signs(kernels):
 def test_int32_min_saturation(kernels):
     # SRDHM(INT32_MIN, INT32_MIN) is the one overflowing product: INT32_MAX
     for s in (0, -1, -2, -15, -30, -31):
-        check(kernels, I32_MIN, I32_MIN, s)
-    assert mbqm(I32_MIN, I32_MIN, 0) == I32_MAX
+        check(kernels, INT32_MIN, INT32_MIN, s)
+    assert mbqm(INT32_MIN, INT32_MIN, 0) == INT32_MAX
     # neighbours do not saturate
-    check(kernels, I32_MIN + 1, I32_MIN, 0)
-    check(kernels, I32_MIN, I32_MIN + 1, 0)
-    check(kernels, I32_MIN, I32_MAX, 0)
-    check(kernels, I32_MAX, I32_MAX, 0)
+    check(kernels, INT32_MIN + 1, INT32_MIN, 0)
+    check(kernels, INT32_MIN, INT32_MIN + 1, 0)
+    check(kernels, INT32_MIN, INT32_MAX, 0)
+    check(kernels, INT32_MAX, INT32_MAX, 0)
 
 
-@pytest.mark.parametrize("m", [1 << 30, I32_MAX])
+@pytest.mark.parametrize("m", [1 << 30, INT32_MAX])
 def test_extreme_multipliers(kernels, m):
-    for x in (I32_MIN, I32_MIN + 1, -(1 << 30), -1, 0, 1, 1 << 30, I32_MAX):
+    for x in (INT32_MIN, INT32_MIN + 1, -(1 << 30), -1, 0, 1, 1 << 30, INT32_MAX):
         for s in (-31, -20, -1, 0):
             check(kernels, x, m, s)
 
 
 def test_left_shift_wraps_like_espnn(kernels):
     # ESP-NN forms x * 2^s in int32 with wrap-around before SRDHM
-    for x, s in ((1 << 20, 12), (-(1 << 20), 12), (3, 30), (-3, 30), (12345, 20), (I32_MAX, 1)):
+    for x, s in ((1 << 20, 12), (-(1 << 20), 12), (3, 30), (-3, 30), (12345, 20), (INT32_MAX, 1)):
         assert wrap32(x * (1 << s)) != x * (1 << s)
         check(kernels, x, 1 << 30, s)
 
@@ -189,7 +150,7 @@ def test_left_shift_wraps_like_espnn(kernels):
 def test_random_against_oracle(kernels):
     rng = np.random.default_rng(1234)
     for _ in range(2000):
-        x = int(rng.integers(I32_MIN, I32_MAX, endpoint=True)) >> int(rng.integers(0, 31))
+        x = int(rng.integers(INT32_MIN, INT32_MAX, endpoint=True)) >> int(rng.integers(0, 31))
         m = int(rng.integers(1 << 30, 1 << 31))
         s = int(rng.integers(-31, 31))
         check(kernels, x, m, s)
@@ -200,18 +161,18 @@ def test_add_kernel_composition(kernels):
     zero = np.zeros(1, np.int8)
     cases = [
         # (o1, o2, m1, m2, sh1, sh2, left_shift, out_mult, out_shift)
-        (255, -255, I32_MAX, 1 << 30, 0, -1, 20, 1 << 30, -20),
-        (-128, 127, 1 << 30, 1 << 30, -1, -1, 20, I32_MAX, -31),
+        (255, -255, INT32_MAX, 1 << 30, 0, -1, 20, 1 << 30, -20),
+        (-128, 127, 1 << 30, 1 << 30, -1, -1, 20, INT32_MAX, -31),
         (1, 0, 1 << 30, 1 << 30, -21, 0, 20, 1 << 30, 0),  # 2^20 * 1/2 / 2^21 = 0.25 -> 0
         (3, 0, 1 << 30, 1 << 30, -21, 0, 20, 1 << 30, 0),  # 0.75 -> 1
         (-3, -1, 1 << 30, 1 << 30, -20, -20, 0, 1 << 30, 0),  # ties on negative values
-        (I32_MIN, 0, I32_MIN, 1 << 30, 0, 0, 0, I32_MAX, 0),  # SRDHM(MIN, MIN) = MAX
+        (INT32_MIN, 0, INT32_MIN, 1 << 30, 0, 0, 0, INT32_MAX, 0),  # SRDHM(MIN, MIN) = MAX
         (5, 7, 1518500250, 1073741825, -3, -5, 20, 1317922825, -19),
     ]
     for o1, o2, m1, m2, sh1, sh2, ls, mo, sho in cases:
         a = rdbp(srdhm(wrap32(o1 << ls), m1), -sh1)
         b = rdbp(srdhm(wrap32(o2 << ls), m2), -sh2)
-        expected = rdbp(srdhm(wrap32(a + b), mo), -sho)
+        expected = int(rdbp(srdhm(wrap32(a + b), mo), -sho))
         target = _target_for(expected)
         out = kernels.add_s8(
             zero, zero, in1_offset=o1, in2_offset=o2, in1_mult=m1, in2_mult=m2, in1_shift=sh1,

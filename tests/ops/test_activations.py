@@ -7,7 +7,8 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Const, Input, Out, build_op, run_op
+from graph_util import Const, Input, Out, build_op, expect_rejected, run_op
+from tflite_reference import rdbp
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 
@@ -17,13 +18,6 @@ def golden_cases(vectors_dir, name):
     fields = z["params_fields"].tolist()
     for i in range(int(z["num_cases"])):
         yield i, dict(zip(fields, z[f"c{i}_params"].tolist())), z, f"c{i}_"
-
-
-def expect_rejected(blob, *fragments):
-    with pytest.raises(ValueError) as e:
-        _native.Program(blob)
-    for f in fragments:
-        assert f in str(e.value), str(e.value)
 
 
 # ================================================================ HARD_SWISH
@@ -40,11 +34,6 @@ def _srdhm16(a, b):
     return np.where((a == -32768) & (b == -32768), 32767, q)
 
 
-def _rdbp(x, e):
-    mask = (1 << e) - 1
-    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0)).astype(np.int64)
-
-
 def hard_swish_oracle(x, input_zero_point, output_zero_point, output_mult_fxp, reluish_mult_fxp,
                       reluish_mult_exp, output_mult_exp):
     """TFLite reference_ops::HardSwish for int8 (int16 fixed point), vectorised in int64."""
@@ -58,11 +47,11 @@ def hard_swish_oracle(x, input_zero_point, output_zero_point, output_mult_fxp, r
     if reluish_mult_exp > 0:
         r = np.clip(r << 1, -32768, 32767)
     elif reluish_mult_exp < 0:
-        r = _rdbp(r, -reluish_mult_exp)
+        r = rdbp(r, -reluish_mult_exp)
     r = (r + (1 << 15)) >> 1                     # [-1, 1] -> [0, 1]
     prod = r * on_out_scale                      # SaturatingDoublingHighMul: truncating, no rounding
     pre = np.where(prod >= 0, prod >> 15, -((-prod) >> 15))
-    y = _rdbp(pre, -output_mult_exp) + output_zero_point
+    y = rdbp(pre, -output_mult_exp) + output_zero_point
     return np.clip(y, -128, 127).astype(np.int8)
 
 

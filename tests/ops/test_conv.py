@@ -2,11 +2,11 @@
 
 The oracles here are independent of the runtime: the golden outputs of the real ESP-NN 1.2.3
 ANSI kernel, an int64 numpy transcription of TFLite's ConvPerChannel integer pipeline (with
-grouping and dilation) written below, and PyTorch's quantized conv2d (within 1 LSB: its
-requantization rounds differently).
+grouping and dilation) written below (its requantization and parameter recipes are shared, in
+tests/tflite_reference.py), and PyTorch's quantized conv2d (within 1 LSB: its requantization
+rounds differently).
 """
 
-import math
 import zlib
 
 import numpy as np
@@ -15,44 +15,10 @@ import pytest
 from executorch_espnn import _native
 from executorch_espnn.serialization import Xts3Writer
 from graph_util import Const, Input, Out, build_op, run_op
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-# --------------------------------------------------------------------------- TFLite arithmetic
-def quantize_multiplier(d: float) -> tuple[int, int]:
-    """TFLite QuantizeMultiplier (double rounding build): d = m * 2^(e - 31), m in [2^30, 2^31)."""
-    if d == 0:
-        return 0, 0
-    q, e = math.frexp(d)
-    m = math.floor(q * 2**31 + 0.5)  # q > 0: round half away from zero
-    if m == 2**31:
-        m //= 2
-        e += 1
-    if e < -31:
-        return 0, 0
-    return m, e
+from tflite_reference import activation_range, derive_output, per_channel_multipliers, requant, wrap32
 
 
-def wrap32(v):
-    v = np.asarray(v, np.int64)
-    return ((v + 2**31) & 0xFFFFFFFF) - 2**31
-
-
-def mbqm(x, m, s):
-    """MultiplyByQuantizedMultiplier: RDBP(SRDHM(x * 2^max(s,0), m), max(-s,0)), int64 numpy."""
-    x, m, s = (np.asarray(a, np.int64) for a in (x, m, s))
-    left, right = np.maximum(s, 0), np.maximum(-s, 0)
-    v = wrap32(x * np.left_shift(np.int64(1), left))
-    ab = v * m
-    t = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    hi = np.where(t >= 0, t >> 31, -((-t) >> 31))  # division truncating toward zero
-    hi = np.where((v == INT32_MIN) & (m == INT32_MIN), INT32_MAX, hi)
-    mask = np.left_shift(np.int64(1), right) - 1
-    threshold = (mask >> 1) + (hi < 0)
-    return (hi >> right) + ((hi & mask) > threshold)
-
-
+# --------------------------------------------------------------------------- TFLite ConvPerChannel
 def conv_acc(x, w, bias, stride, pad, dil, groups, in_off, out_hw):
     """int32 accumulators of TFLite ConvPerChannel: sum over in-image taps of (x + in_off) * w, + bias.
 
@@ -79,32 +45,12 @@ def conv_acc(x, w, bias, stride, pad, dil, groups, in_off, out_hw):
     return wrap32(acc)
 
 
-def requant(acc, mult, shift, out_off, act):
-    y = wrap32(mbqm(acc, mult, shift) + out_off)
-    return np.clip(y, act[0], act[1]).astype(np.int8)
-
-
 def conv_oracle(x, w, bias, mult, shift, *, stride, pad, dil=(1, 1), groups=1, in_off, out_off, act, out_hw):
     return requant(conv_acc(x, w, bias, stride, pad, dil, groups, in_off, out_hw), mult, shift, out_off, act)
 
 
 def torch_out_size(i, k, s, p, d):
     return (i + 2 * p - d * (k - 1) - 1) // s + 1
-
-
-def activation_range(fused, s_out, zp_out):
-    """TFLite CalculateActivationRangeQuantized (float32 division, roundf)."""
-    def q(f):
-        r = np.float32(f) / np.float32(s_out)
-        return zp_out + int(math.copysign(math.floor(abs(float(r)) + 0.5), float(r)))
-    lo, hi = -128, 127
-    if fused == "relu":
-        lo = max(lo, q(0.0))
-    elif fused == "relu6":
-        lo, hi = max(lo, q(0.0)), min(hi, q(6.0))
-    elif fused == "relu_n1_to_1":
-        lo, hi = max(lo, q(-1.0)), min(hi, q(1.0))
-    return lo, hi
 
 
 # --------------------------------------------------------------------------- running the op
@@ -171,19 +117,6 @@ def make_case(rng, *, n, hw, cin, cout, k, groups=1, per_channel=True, in_zp=Non
     in_zp = int(rng.integers(-128, 128)) if in_zp is None else in_zp
     b = rng.integers(-5000, 5000, size=cout).astype(np.int32) if bias else None
     return x, w, b, s_in, s_w, in_zp, out_zp
-
-
-def derive_output(acc, s_in, s_w, out_zp):
-    """Output scale spanning the real output range; mult/shift per channel from F3 (double product)."""
-    real = acc * (float(s_in) * s_w.astype(np.float64))
-    lo, hi = min(real.min(), 0.0), max(real.max(), 1e-3)
-    s_out = np.float32((hi - lo) / 300.0)  # 300 levels over 256 codes: both ends saturate a little
-    if out_zp is None:
-        out_zp = int(np.clip(round(-128 - lo / float(s_out)) - 20, -128, 127))
-    qm = [quantize_multiplier(float(s_in) * float(sw) / float(s_out)) for sw in s_w]
-    mult = np.array([m for m, _ in qm], np.int32)
-    shift = np.array([e for _, e in qm], np.int32)
-    return s_out, out_zp, mult, shift
 
 
 # (name, n, (h, w), cin, cout, (kh, kw), stride, pad, dil, groups, out_hw or None (= PyTorch formula))
@@ -322,9 +255,7 @@ def test_matches_pytorch_quantized_conv_within_one_lsb(case):
     w8 = wq.int_repr().numpy().transpose(0, 2, 3, 1).copy()
     s_w32 = s_w.numpy().astype(np.float32)
     bias = np.round(b.numpy().astype(np.float64) / (np.float64(s_in) * s_w32.astype(np.float64))).astype(np.int32)
-    qm = [quantize_multiplier(float(np.float32(s_in)) * float(sw) / float(np.float32(s_out))) for sw in s_w32]
-    mult = np.array([m for m, _ in qm], np.int32)
-    shift = np.array([e for _, e in qm], np.int32)
+    mult, shift = per_channel_multipliers(np.float32(s_in), s_w32, np.float32(s_out))
     out_hw = tuple(want.shape[1:3])
     got = run_conv(x8, w8, bias, mult, shift, stride=stride, pad=pad, dil=dil, groups=groups,
                    in_off=-(zp_in_u8 - 128), out_off=zp_out_u8 - 128, act=(-128, 127), out_hw=out_hw)

@@ -5,7 +5,6 @@ DepthwiseConvPerChannel (output channel c*M+m reads input channel c; dilation in
 below, and PyTorch's quantized conv2d with groups = in_channels (within 1 LSB).
 """
 
-import math
 import zlib
 
 import numpy as np
@@ -13,43 +12,10 @@ import pytest
 
 from executorch_espnn import _native
 from graph_util import Const, Input, Out, build_op, run_op
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-# --------------------------------------------------------------------------- TFLite arithmetic
-def quantize_multiplier(d: float) -> tuple[int, int]:
-    """TFLite QuantizeMultiplier (double rounding build): d = m * 2^(e - 31), m in [2^30, 2^31)."""
-    if d == 0:
-        return 0, 0
-    q, e = math.frexp(d)
-    m = math.floor(q * 2**31 + 0.5)
-    if m == 2**31:
-        m //= 2
-        e += 1
-    if e < -31:
-        return 0, 0
-    return m, e
+from tflite_reference import derive_output, per_channel_multipliers, requant, wrap32
 
 
-def wrap32(v):
-    v = np.asarray(v, np.int64)
-    return ((v + 2**31) & 0xFFFFFFFF) - 2**31
-
-
-def mbqm(x, m, s):
-    """MultiplyByQuantizedMultiplier: RDBP(SRDHM(x * 2^max(s,0), m), max(-s,0)), int64 numpy."""
-    x, m, s = (np.asarray(a, np.int64) for a in (x, m, s))
-    left, right = np.maximum(s, 0), np.maximum(-s, 0)
-    v = wrap32(x * np.left_shift(np.int64(1), left))
-    ab = v * m
-    t = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    hi = np.where(t >= 0, t >> 31, -((-t) >> 31))
-    hi = np.where((v == INT32_MIN) & (m == INT32_MIN), INT32_MAX, hi)
-    mask = np.left_shift(np.int64(1), right) - 1
-    return (hi >> right) + ((hi & mask) > (mask >> 1) + (hi < 0))
-
-
+# --------------------------------------------------------------------------- TFLite DepthwiseConvPerChannel
 def dw_acc(x, w, bias, stride, pad, dil, ch_mult, in_off, out_hw):
     """TFLite DepthwiseConvPerChannel accumulators; x [N,H,W,C], w [1,kh,kw,C*M]."""
     n, h, wd, c = x.shape
@@ -67,10 +33,6 @@ def dw_acc(x, w, bias, stride, pad, dil, ch_mult, in_off, out_hw):
     if bias is not None:
         acc += bias.astype(np.int64)
     return wrap32(acc)
-
-
-def requant(acc, mult, shift, out_off, act):
-    return np.clip(wrap32(mbqm(acc, mult, shift) + out_off), act[0], act[1]).astype(np.int8)
 
 
 def torch_out_size(i, k, s, p, d):
@@ -119,16 +81,6 @@ def test_golden_vectors_bit_exact(vectors_dir):
 
 
 # --------------------------------------------------------------------------- exact formula, random cases
-def make_params(rng, acc, s_in, s_w, out_zp=None):
-    real = acc * (float(s_in) * s_w.astype(np.float64))
-    lo, hi = min(real.min(), 0.0), max(real.max(), 1e-3)
-    s_out = np.float32((hi - lo) / 300.0)  # both ends saturate a little
-    if out_zp is None:
-        out_zp = int(np.clip(round(-128 - lo / float(s_out)) - 20, -128, 127))
-    qm = [quantize_multiplier(float(s_in) * float(sw) / float(s_out)) for sw in s_w]
-    return out_zp, np.array([m for m, _ in qm], np.int32), np.array([e for _, e in qm], np.int32)
-
-
 # (name, n, (h, w), channels, ch_mult, (kh, kw), stride, pad, dil, out_hw or None = PyTorch formula)
 GEOMETRIES = [
     ("3x3 s1 p1 M1", 1, (8, 9), 16, 1, (3, 3), (1, 1), (1, 1), (1, 1), None),
@@ -161,7 +113,7 @@ def test_matches_tflite_integer_formula(geo, per_channel):
     s_w = s_w if per_channel else np.repeat(s_w, c * m)
     in_zp = int(rng.integers(-128, 128))
     acc = dw_acc(x, w, b, stride, pad, dil, m, -in_zp, out_hw)
-    out_zp, mult, shift = make_params(rng, acc, s_in, s_w)
+    _, out_zp, mult, shift = derive_output(acc, s_in, s_w)
     got = run_dw(x, w, b, mult, shift, stride=stride, pad=pad, dil=dil, ch_mult=m, in_off=-in_zp, out_off=out_zp,
                  act=(-128, 127), out_hw=out_hw)
     np.testing.assert_array_equal(got, requant(acc, mult, shift, out_zp, (-128, 127)))
@@ -175,7 +127,7 @@ def test_activation_clamps_and_extreme_zero_points(act, in_zp, out_zp):
     x = rng.integers(-128, 128, size=(1, 6, 5, 4), dtype=np.int8)
     w = rng.integers(-127, 128, size=(1, 3, 3, 8), dtype=np.int8)
     acc = dw_acc(x, w, None, (1, 1), (1, 1), (1, 1), 2, -in_zp, (6, 5))
-    _, mult, shift = make_params(rng, acc, np.float32(0.05), np.full(8, 0.01, np.float32), out_zp)
+    _, _, mult, shift = derive_output(acc, np.float32(0.05), np.full(8, 0.01, np.float32), out_zp)
     got = run_dw(x, w, None, mult, shift, stride=(1, 1), pad=(1, 1), ch_mult=2, in_off=-in_zp, out_off=out_zp,
                  act=act, out_hw=(6, 5))
     want = requant(acc, mult, shift, out_zp, act)
@@ -227,10 +179,9 @@ def test_matches_pytorch_quantized_depthwise_within_one_lsb(ch_mult, dil):
     w8 = wq.int_repr().numpy().transpose(1, 2, 3, 0).copy()  # [C*M,1,kh,kw] -> [1,kh,kw,C*M]
     s_w32 = s_w.numpy()
     bias = np.round(b.numpy().astype(np.float64) / (np.float64(s_in) * s_w32.astype(np.float64))).astype(np.int32)
-    qm = [quantize_multiplier(float(np.float32(s_in)) * float(sw) / float(np.float32(s_out))) for sw in s_w32]
-    got = run_dw(x8, w8, bias, np.array([q[0] for q in qm], np.int32), np.array([q[1] for q in qm], np.int32),
-                 stride=stride, pad=pad, dil=(dil, dil), ch_mult=ch_mult, in_off=128 - zp_in_u8,
-                 out_off=zp_out_u8 - 128, act=(-128, 127), out_hw=tuple(want.shape[1:3]))
+    mult, shift = per_channel_multipliers(np.float32(s_in), s_w32, np.float32(s_out))
+    got = run_dw(x8, w8, bias, mult, shift, stride=stride, pad=pad, dil=(dil, dil), ch_mult=ch_mult,
+                 in_off=128 - zp_in_u8, out_off=zp_out_u8 - 128, act=(-128, 127), out_hw=tuple(want.shape[1:3]))
     diff = np.abs(got.astype(np.int16) - want)
     assert diff.max() <= 1
     assert (diff == 0).mean() > 0.9

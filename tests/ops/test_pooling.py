@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from graph_util import Input, Out, build_op, run_op
+from graph_util import Input, Out, build_op, expect_rejected, run_op
 
 OPS = {"avg": "AVG_POOL2D", "max": "MAX_POOL2D"}
 
@@ -149,13 +149,6 @@ def pool_blob(kind="avg", in_shape=(1, 4, 4, 4), out_shape=(1, 2, 2, 4), in_q=(0
     x = np.zeros(in_shape, np.int8)
     blob, _ = build_op(OPS[kind], [Input(x, *in_q)], [Out(out_shape, "INT8", *out_q)], **params)
     return blob
-
-
-def expect_rejected(blob, *fragments):
-    with pytest.raises(ValueError) as e:
-        _native.Program(blob)
-    for f in fragments:
-        assert f in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("kind", ["avg", "max"])

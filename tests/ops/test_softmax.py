@@ -5,7 +5,7 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Input, Out, build_op, run_op
+from graph_util import Input, Out, build_op, expect_rejected, run_op
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 OUT_SCALE, OUT_ZP = 1.0 / 256.0, -128
@@ -168,13 +168,6 @@ def softmax_blob(shape=(2, 8), out_q=(OUT_SCALE, OUT_ZP), out_shape=None, **over
     x = np.zeros(shape, np.int8)
     blob, _ = build_op("SOFTMAX", [Input(x, 0.1, 0)], [Out(out_shape or shape, "INT8", *out_q)], **params)
     return blob
-
-
-def expect_rejected(blob, *fragments):
-    with pytest.raises(ValueError) as e:
-        _native.Program(blob)
-    for f in fragments:
-        assert f in str(e.value), str(e.value)
 
 
 def test_accepts_the_reference_blob_and_scale_within_tolerance():

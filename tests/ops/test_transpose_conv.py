@@ -6,7 +6,6 @@ PyTorch's own weight layout [Cin, Cout/groups, kh, kw] so that the permutation t
 [Cout, kh, kw, Cin/groups] is checked too; and PyTorch's quantized ConvTranspose2d (within 1 LSB).
 """
 
-import math
 import zlib
 
 import numpy as np
@@ -14,47 +13,10 @@ import pytest
 
 from executorch_espnn import _native
 from graph_util import Const, Input, Out, build_op, run_op
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-# --------------------------------------------------------------------------- TFLite arithmetic
-def quantize_multiplier(d: float) -> tuple[int, int]:
-    """TFLite QuantizeMultiplier (double rounding build): d = m * 2^(e - 31), m in [2^30, 2^31)."""
-    if d == 0:
-        return 0, 0
-    q, e = math.frexp(d)
-    m = math.floor(q * 2**31 + 0.5)
-    if m == 2**31:
-        m //= 2
-        e += 1
-    if e < -31:
-        return 0, 0
-    return m, e
+from tflite_reference import derive_output, quantize_multiplier, requant, wrap32
 
 
-def wrap32(v):
-    v = np.asarray(v, np.int64)
-    return ((v + 2**31) & 0xFFFFFFFF) - 2**31
-
-
-def mbqm(x, m, s):
-    """MultiplyByQuantizedMultiplier: RDBP(SRDHM(x * 2^max(s,0), m), max(-s,0)), int64 numpy."""
-    x, m, s = (np.asarray(a, np.int64) for a in (x, m, s))
-    left, right = np.maximum(s, 0), np.maximum(-s, 0)
-    v = wrap32(x * np.left_shift(np.int64(1), left))
-    ab = v * m
-    t = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    hi = np.where(t >= 0, t >> 31, -((-t) >> 31))
-    hi = np.where((v == INT32_MIN) & (m == INT32_MIN), INT32_MAX, hi)
-    mask = np.left_shift(np.int64(1), right) - 1
-    return (hi >> right) + ((hi & mask) > (mask >> 1) + (hi < 0))
-
-
-def requant(acc, mult, shift, out_off, act):
-    return np.clip(wrap32(mbqm(acc, mult, shift) + out_off), act[0], act[1]).astype(np.int8)
-
-
+# --------------------------------------------------------------------------- transposed convolution
 def out_size(i, k, s, p, d, op):
     """PyTorch ConvTranspose2d output size."""
     return (i - 1) * s - 2 * p + d * (k - 1) + op + 1
@@ -141,12 +103,7 @@ def test_matches_pytorch_semantics_in_tflite_arithmetic(geo, per_channel):
     s_w = s_w if per_channel else np.repeat(s_w, cout)
     in_zp = int(rng.integers(-128, 128))
     acc = tconv_acc(x, w_pt, b, stride, pad, dil, groups, -in_zp, out_hw)
-    real = acc * (float(s_in) * s_w.astype(np.float64))
-    lo, hi = min(real.min(), 0.0), max(real.max(), 1e-3)
-    s_out = np.float32((hi - lo) / 300.0)
-    out_zp = int(np.clip(round(-128 - lo / float(s_out)) - 20, -128, 127))
-    qm = [quantize_multiplier(float(s_in) * float(sw) / float(s_out)) for sw in s_w]
-    mult, shift = np.array([q[0] for q in qm], np.int32), np.array([q[1] for q in qm], np.int32)
+    _, out_zp, mult, shift = derive_output(acc, s_in, s_w)
     got = run_tconv(x, to_xts3_filter(w_pt, groups), b, mult, shift, stride=stride, pad=pad, dil=dil, groups=groups,
                     in_off=-in_zp, out_off=out_zp, act=(-128, 127), out_hw=out_hw)
     np.testing.assert_array_equal(got, requant(acc, mult, shift, out_zp, (-128, 127)))

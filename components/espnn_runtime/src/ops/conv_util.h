@@ -1,8 +1,10 @@
 // Shared pieces of the convolution family (conv.cpp, depthwise_conv.cpp,
-// transpose_conv.cpp): validation of the window geometry and of the
-// requantization constants, and the interpreter's own direct convolution
-// for what ESP-NN cannot compute (dilation; windows beyond ESP-NN's int16
-// origin arithmetic).
+// transpose_conv.cpp): the tensor geometry and its checks (tensors, ESP-NN's
+// uint16 limits, grouping, window, offsets, requantization constants), the
+// op's data pointers, ESP-NN's conv and depthwise call arguments (one image
+// per call), and the interpreter's own direct convolution for what ESP-NN
+// cannot compute (dilation; windows beyond ESP-NN's int16 origin
+// arithmetic). Each op file keeps only what differs.
 //
 // Input slots shared by all three ops (xts3_format.h):
 //   0 input  int8 [N,H,W,Cin] (NHWC)      1 filter int8, constant
@@ -11,8 +13,8 @@
 #pragma once
 
 #include <stdint.h>
-#include <string.h>
 
+#include "ops/espnn_api.h"
 #include "ops/op_util.h"
 
 namespace espnn {
@@ -68,19 +70,13 @@ inline int64_t ImpliedEndPad(uint32_t in, uint32_t k, uint32_t out, int32_t stri
   return ((int64_t)out - 1) * stride + extent - ((int64_t)in + pad);
 }
 
-// Offsets and activation clamp (ESP-NN convention: input_offset = -zp, so
-// [-127, 128]; output_offset = +zp).
-inline Status CheckOffsets(int32_t input_offset, int32_t output_offset, int32_t act_min,
-                           int32_t act_max) {
-  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(input_offset, "input_offset", -127, 128));
-  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(output_offset, "output_offset", -128, 127));
-  return ops::ExpectActivationRange(act_min, act_max);
-}
-
-inline int32_t ConstWord(const uint8_t* p, uint32_t i) {
-  int32_t v;
-  memcpy(&v, p + 4u * i, 4);
-  return v;
+// Offsets and activation clamp of the op's params struct P (ESP-NN
+// convention: input_offset = -zp, so [-127, 128]; output_offset = +zp).
+template <typename P>
+Status CheckOffsets(const P& p) {
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.input_offset, "input_offset", -127, 128));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.output_offset, "output_offset", -128, 127));
+  return ops::ExpectActivationRange(p.act_min, p.act_max);
 }
 
 // bias (optional), mult and shift: int32 constants with one entry per output
@@ -96,7 +92,7 @@ inline Status CheckRequantConstants(const Model& m, const OpInfo& op, uint32_t o
   const uint8_t* mp = m.constant_data(mult);
   const uint8_t* sp = m.constant_data(shift);
   for (uint32_t c = 0; c < out_c; ++c) {
-    const int32_t mv = ConstWord(mp, c), sv = ConstWord(sp, c);
+    const int32_t mv = ops::LoadI32(mp, c), sv = ops::LoadI32(sp, c);
     if (mv < 0) return ops::Fail("mult[%u] = %d is negative", (unsigned)c, (int)mv);
     if (sv < -31 || sv > 30)
       return ops::Fail("shift[%u] = %d is not in -31..30", (unsigned)c, (int)sv);
@@ -104,50 +100,155 @@ inline Status CheckRequantConstants(const Model& m, const OpInfo& op, uint32_t o
   return Status::Ok();
 }
 
-// Filter: an int8 constant of rank 4 with symmetric quantization (ESP-NN has
-// no filter offset).
-inline Status CheckFilterTensor(const TensorInfo& f) {
+// The tensor geometry of the three ops: input [batch, in_h, in_w, in_c],
+// output [batch, out_h, out_w, out_c] (NHWC) and filter
+// [filter_n, k_h, k_w, filter_c], whose outer dims each op checks itself.
+// Valid to read once CheckConvTensors passed (every tensor has rank 4).
+struct ConvShape {
+  uint32_t batch, in_h, in_w, in_c, out_h, out_w, out_c, filter_n, k_h, k_w, filter_c;
+};
+
+inline ConvShape ReadConvShape(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
+                   out = ops::OutputTensor(m, op, 0);
+  return {in.dims[0],  in.dims[1], in.dims[2], in.dims[3], out.dims[1], out.dims[2],
+          out.dims[3], f.dims[0],  f.dims[1],  f.dims[2],  f.dims[3]};
+}
+
+// Tensors of all three ops: int8 NHWC input and output of the same batch,
+// and an int8 rank-4 constant filter with symmetric quantization (ESP-NN has
+// no filter offset). The ops read their input while writing their output,
+// so the two must not share arena bytes.
+inline Status CheckConvTensors(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
+                   out = ops::OutputTensor(m, op, 0);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", xts3::DType::INT8, 4));
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(f, "filter", xts3::DType::INT8, 4));
   if (f.memory != xts3::Memory::CONSTANT) return ops::Fail("filter must be a constant");
   if (f.zero_point != 0)
     return ops::Fail("filter zero point %d: weights must be symmetric (0)", (int)f.zero_point);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", xts3::DType::INT8, 4));
+  if (in.memory == xts3::Memory::ARENA) {
+    const uint64_t a0 = in.offset, a1 = a0 + in.nbytes, b0 = out.offset, b1 = b0 + out.nbytes;
+    if (a0 < b1 && b0 < a1)
+      return ops::Fail("input and output overlap in the arena (the op cannot run in place)");
+  }
+  if (out.dims[0] != in.dims[0])
+    return ops::Fail("output batch %u != input batch %u", (unsigned)out.dims[0],
+                     (unsigned)in.dims[0]);
   return Status::Ok();
 }
 
-// These ops read their input while writing their output, so the two must
-// not share arena bytes.
-inline Status CheckNotInPlace(const TensorInfo& in, const TensorInfo& out) {
-  if (in.memory != xts3::Memory::ARENA) return Status::Ok();
-  const uint64_t a0 = in.offset, a1 = a0 + in.nbytes, b0 = out.offset, b1 = b0 + out.nbytes;
-  if (a0 < b1 && b0 < a1)
-    return ops::Fail("input and output overlap in the arena (the op cannot run in place)");
+// Every dimension that ESP-NN's conv and depthwise kernels narrow to uint16.
+inline Status CheckEspnnShapeLimits(const ConvShape& s) {
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.in_h, "input height"));
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.in_w, "input width"));
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.in_c, "input channels"));
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.out_h, "output height"));
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.out_w, "output width"));
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.out_c, "output channels"));
+  ESPNN_RETURN_IF_ERROR(ExpectKernelDim(s.k_h, "filter height"));
+  return ExpectKernelDim(s.k_w, "filter width");
+}
+
+// Grouped OHWI filter (CONV2D, TRANSPOSE_CONV2D): 1 <= groups <= max_groups,
+// groups divides both channel counts, filter [out_c, kh, kw, in_c/groups].
+inline Status CheckGroupedFilter(const ConvShape& s, int32_t groups_param, int32_t max_groups) {
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(groups_param, "groups", 1, max_groups));
+  const uint32_t groups = (uint32_t)groups_param;
+  if (s.in_c % groups != 0)
+    return ops::Fail("groups = %u does not divide input channels %u", (unsigned)groups,
+                     (unsigned)s.in_c);
+  if (s.out_c % groups != 0)
+    return ops::Fail("groups = %u does not divide output channels %u", (unsigned)groups,
+                     (unsigned)s.out_c);
+  if (s.filter_n != s.out_c || s.filter_c != s.in_c / groups)
+    return ops::Fail("filter dims [%u,%u,%u,%u]: expected [out_channels = %u, kh, kw, "
+                     "in_channels/groups = %u]",
+                     (unsigned)s.filter_n, (unsigned)s.k_h, (unsigned)s.k_w, (unsigned)s.filter_c,
+                     (unsigned)s.out_c, (unsigned)(s.in_c / groups));
   return Status::Ok();
 }
 
-// The interpreter's own int8 convolution, TFLite/ESP-NN arithmetic: per
-// output element, acc = sum over in-image taps of (x + input_offset) * w
-// (taps outside the image are skipped, i.e. padding with the input zero
-// point) + bias, accumulated with int32 wrap-around like ESP-NN;
-// y = clamp(MBQM(acc, mult[o], shift[o]) + output_offset, act_min, act_max).
-// Grouping: output channel o reads input channels
-// [(o / outs_per_group) * group_in_c, +group_in_c). The filter element
-// (o, ky, kx, i) lives at o*fs_o + ky*fs_y + kx*fs_x + i, which covers both
-// the OHWI conv layout and the [1,kh,kw,C*M] depthwise layout.
-// validate() bounds every quantity so that all index arithmetic fits uint32
-// and every window coordinate fits int32.
-struct DirectConvArgs {
+// Both axes of a CONV2D / DEPTHWISE_CONV2D window (P: their params struct,
+// whose window fields have the same names).
+template <typename P>
+Status CheckConvWindow(const ConvShape& s, const P& p) {
+  ESPNN_RETURN_IF_ERROR(CheckConvAxis("height", "stride_h", p.stride_h, "dilation_h", p.dilation_h,
+                                      "pad_top", p.pad_top, s.in_h, s.k_h, s.out_h));
+  return CheckConvAxis("width", "stride_w", p.stride_w, "dilation_w", p.dilation_w, "pad_left",
+                       p.pad_left, s.in_w, s.k_w, s.out_w);
+}
+
+// The dilation of an axis with a single tap is irrelevant.
+template <typename P>
+bool Dilated(const ConvShape& s, const P& p) {
+  return (s.k_h > 1 && p.dilation_h != 1) || (s.k_w > 1 && p.dilation_w != 1);
+}
+
+// The op's data at run time.
+struct ConvData {
   const int8_t* input;
   const int8_t* filter;
-  const int32_t* bias;  // may be null
-  const int32_t* mult;
-  const int32_t* shift;
+  const int32_t* bias;  // null when absent
+  // Non-const only because ESP-NN's quant_data_t is; nothing writes them.
+  int32_t* mult;
+  int32_t* shift;
   int8_t* output;
-  uint32_t batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w;
-  uint32_t group_in_c, outs_per_group;
-  uint32_t fs_o, fs_y, fs_x;
-  int32_t stride_h, stride_w, pad_top, pad_left, dil_h, dil_w;
-  int32_t input_offset, output_offset, act_min, act_max;
 };
+
+inline ConvData ReadConvData(const OpInfo& op, const EvalContext& ctx) {
+  return {(const int8_t*)ctx.in(op.inputs[kInput]), (const int8_t*)ctx.in(op.inputs[kFilter]),
+          (const int32_t*)ctx.in(op.inputs[kBias]), (int32_t*)ctx.in(op.inputs[kMult]),
+          (int32_t*)ctx.in(op.inputs[kShift]),      (int8_t*)ctx.out(op.outputs[0])};
+}
+
+// The arguments of one ESP-NN conv or depthwise call on one image (EspnnParams:
+// conv_params_t or dw_conv_params_t; a depthwise caller adds ch_mult). ESP-NN
+// orders dims and pairs as {width, height}; its dilation field is ignored, so
+// dilated layers never get here.
+template <typename EspnnParams>
+struct EspnnConvArgs {
+  data_dims_t in_dims, filter_dims, out_dims;
+  EspnnParams params;
+};
+
+template <typename EspnnParams, typename P>
+EspnnConvArgs<EspnnParams> MakeEspnnConvArgs(const ConvShape& s, const P& p) {
+  EspnnConvArgs<EspnnParams> a;
+  a.in_dims = {(int32_t)s.in_w, (int32_t)s.in_h, (int32_t)s.in_c, 1};
+  a.filter_dims = {(int32_t)s.k_w, (int32_t)s.k_h, (int32_t)s.filter_c, 0};
+  a.out_dims = {(int32_t)s.out_w, (int32_t)s.out_h, (int32_t)s.out_c, 1};
+  a.params.in_offset = p.input_offset;
+  a.params.out_offset = p.output_offset;
+  a.params.stride = {p.stride_w, p.stride_h};
+  a.params.padding = {p.pad_left, p.pad_top};
+  a.params.dilation = {1, 1};
+  a.params.activation = {p.act_min, p.act_max};
+  return a;
+}
+
+// ESP-NN's per-channel requantization arrays.
+inline quant_data_t EspnnQuant(const ConvData& d) {
+  quant_data_t q;
+  q.shift = d.shift;
+  q.mult = d.mult;
+  return q;
+}
+
+// Calls fn(input, output, aligned) for each image of the batch (ESP-NN takes
+// one per call). aligned: both pointers are 16-byte aligned, which ESP32-S3's
+// optimized paths assume; arena tensors are, later images of a batch need
+// not be, and the ANSI kernels do not care.
+template <typename Fn>
+void ForEachImage(const ConvShape& s, const ConvData& d, Fn fn) {
+  const uint32_t in_image = s.in_h * s.in_w * s.in_c, out_image = s.out_h * s.out_w * s.out_c;
+  for (uint32_t n = 0; n < s.batch; ++n) {
+    const int8_t* in_n = d.input + n * in_image;
+    int8_t* out_n = d.output + n * out_image;
+    fn(in_n, out_n, (((uintptr_t)in_n | (uintptr_t)out_n) & 15u) == 0);
+  }
+}
 
 // Wrap-around int32 addition (ESP-NN is built with two's-complement wrap).
 inline int32_t WrapAdd(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
@@ -158,30 +259,48 @@ inline int8_t Requantize(uint32_t acc, int32_t mult, int32_t shift, int32_t outp
   return (int8_t)ops::Clamp(v, act_min, act_max);
 }
 
-inline void DirectConv(const DirectConvArgs& a) {
-  int8_t* out = a.output;
-  for (uint32_t n = 0; n < a.batch; ++n) {
-    const int8_t* image = a.input + (uint32_t)(n * a.in_h * a.in_w * a.in_c);
-    for (uint32_t oy = 0; oy < a.out_h; ++oy) {
-      const int32_t y0 = (int32_t)oy * a.stride_h - a.pad_top;
-      for (uint32_t ox = 0; ox < a.out_w; ++ox) {
-        const int32_t x0 = (int32_t)ox * a.stride_w - a.pad_left;
-        for (uint32_t o = 0; o < a.out_c; ++o) {
-          const uint32_t c0 = (o / a.outs_per_group) * a.group_in_c;
-          uint32_t acc = a.bias != nullptr ? (uint32_t)a.bias[o] : 0u;
-          for (uint32_t ky = 0; ky < a.k_h; ++ky) {
-            const int32_t iy = y0 + (int32_t)ky * a.dil_h;
-            if (iy < 0 || iy >= (int32_t)a.in_h) continue;
-            for (uint32_t kx = 0; kx < a.k_w; ++kx) {
-              const int32_t ix = x0 + (int32_t)kx * a.dil_w;
-              if (ix < 0 || ix >= (int32_t)a.in_w) continue;
-              const int8_t* px = image + ((uint32_t)iy * a.in_w + (uint32_t)ix) * a.in_c + c0;
-              const int8_t* w = a.filter + o * a.fs_o + ky * a.fs_y + kx * a.fs_x;
-              for (uint32_t i = 0; i < a.group_in_c; ++i)
-                acc += (uint32_t)(((int32_t)px[i] + a.input_offset) * (int32_t)w[i]);
+// Which input channels and filter taps output channel o reads: input
+// channels [(o / outs_per_group) * group_in_c, +group_in_c), and filter
+// element (o, ky, kx, i) at o*fs_o + ky*fs_y + kx*fs_x + i, which covers both
+// the OHWI conv layout and the [1,kh,kw,C*M] depthwise layout.
+struct FilterLayout {
+  uint32_t group_in_c, outs_per_group;
+  uint32_t fs_o, fs_y, fs_x;
+};
+
+// The interpreter's own int8 convolution, TFLite/ESP-NN arithmetic: per
+// output element, acc = sum over in-image taps of (x + input_offset) * w
+// (taps outside the image are skipped, i.e. padding with the input zero
+// point) + bias, accumulated with int32 wrap-around like ESP-NN;
+// y = clamp(MBQM(acc, mult[o], shift[o]) + output_offset, act_min, act_max).
+// P is CONV2D_Params or DEPTHWISE_CONV2D_Params (same window and offset
+// fields). validate() bounds every quantity so that all index arithmetic
+// fits uint32 and every window coordinate fits int32.
+template <typename P>
+void DirectConv(const ConvData& d, const ConvShape& s, const FilterLayout& f, const P& p) {
+  int8_t* out = d.output;
+  for (uint32_t n = 0; n < s.batch; ++n) {
+    const int8_t* image = d.input + (uint32_t)(n * s.in_h * s.in_w * s.in_c);
+    for (uint32_t oy = 0; oy < s.out_h; ++oy) {
+      const int32_t y0 = (int32_t)oy * p.stride_h - p.pad_top;
+      for (uint32_t ox = 0; ox < s.out_w; ++ox) {
+        const int32_t x0 = (int32_t)ox * p.stride_w - p.pad_left;
+        for (uint32_t o = 0; o < s.out_c; ++o) {
+          const uint32_t c0 = (o / f.outs_per_group) * f.group_in_c;
+          uint32_t acc = d.bias != nullptr ? (uint32_t)d.bias[o] : 0u;
+          for (uint32_t ky = 0; ky < s.k_h; ++ky) {
+            const int32_t iy = y0 + (int32_t)ky * p.dilation_h;
+            if (iy < 0 || iy >= (int32_t)s.in_h) continue;
+            for (uint32_t kx = 0; kx < s.k_w; ++kx) {
+              const int32_t ix = x0 + (int32_t)kx * p.dilation_w;
+              if (ix < 0 || ix >= (int32_t)s.in_w) continue;
+              const int8_t* px = image + ((uint32_t)iy * s.in_w + (uint32_t)ix) * s.in_c + c0;
+              const int8_t* w = d.filter + o * f.fs_o + ky * f.fs_y + kx * f.fs_x;
+              for (uint32_t i = 0; i < f.group_in_c; ++i)
+                acc += (uint32_t)(((int32_t)px[i] + p.input_offset) * (int32_t)w[i]);
             }
           }
-          *out++ = Requantize(acc, a.mult[o], a.shift[o], a.output_offset, a.act_min, a.act_max);
+          *out++ = Requantize(acc, d.mult[o], d.shift[o], p.output_offset, p.act_min, p.act_max);
         }
       }
     }

@@ -141,6 +141,52 @@ void ForEachRun(const BroadcastPlan& plan, uint32_t out_elements, Fn fn) {
   }
 }
 
+// The two inputs and the output of an ADD or MUL at run time.
+struct Operands {
+  TensorInfo ta, tb, to;
+  const int8_t* a;
+  const int8_t* b;
+  int8_t* out;
+  uint32_t n;  // output elements
+  bool same_size() const { return ta.num_elements() == n && tb.num_elements() == n; }
+};
+
+Operands ReadOperands(const OpInfo& op, const EvalContext& ctx) {
+  const TensorInfo to = ctx.tensor(op.outputs[0]);
+  return {ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), to,
+          (const int8_t*)ctx.in(op.inputs[0]), (const int8_t*)ctx.in(op.inputs[1]),
+          (int8_t*)ctx.out(op.outputs[0]), to.num_elements()};
+}
+
+// A binary op with params P: contiguous(a, b, out, n, p) over all elements
+// when no input broadcasts, or on the inner runs where both advance element
+// by element; otherwise one(x1, x2, p) per element.
+template <typename P, typename ContiguousFn, typename OneFn>
+void EvalBinary(const Operands& x, const P& p, ContiguousFn contiguous, OneFn one) {
+  const int8_t* a = x.a;
+  const int8_t* b = x.b;
+  int8_t* out = x.out;
+  const uint32_t n = x.n;
+  if (x.same_size()) {
+    contiguous(a, b, out, n, p);
+    return;
+  }
+  BroadcastPlan plan;
+  MakePlan(x.ta, x.tb, x.to, &plan);
+  if (plan.run_step_a && plan.run_step_b) {
+    ForEachRun(plan, n, [&](uint32_t oa, uint32_t ob, uint32_t oo) {
+      contiguous(a + oa, b + ob, out + oo, plan.run, p);
+    });
+  } else {
+    ForEachRun(plan, n, [&](uint32_t oa, uint32_t ob, uint32_t oo) {
+      const int8_t* pa = a + oa;
+      const int8_t* pb = b + ob;
+      for (uint32_t i = 0; i < plan.run; ++i, pa += plan.run_step_a, pb += plan.run_step_b)
+        out[oo + i] = one(*pa, *pb, p);
+    });
+  }
+}
+
 // Whether operand `a` is the full output shape and `b` is [C] or [1,..,1,C]
 // with C the output's last dim (one vector broadcast to every position).
 bool IsChannelBroadcast(const TensorInfo& a, const TensorInfo& b, const TensorInfo& out) {
@@ -204,31 +250,7 @@ void AddContiguous(const int8_t* a, const int8_t* b, int8_t* out, uint32_t n,
 }
 
 Status EvalAdd(const OpInfo& op, const EvalContext& ctx) {
-  const auto p = op.Params<ADD_Params>();
-  const TensorInfo ta = ctx.tensor(op.inputs[0]), tb = ctx.tensor(op.inputs[1]);
-  const TensorInfo to = ctx.tensor(op.outputs[0]);
-  const int8_t* a = (const int8_t*)ctx.in(op.inputs[0]);
-  const int8_t* b = (const int8_t*)ctx.in(op.inputs[1]);
-  int8_t* out = (int8_t*)ctx.out(op.outputs[0]);
-  const uint32_t n = to.num_elements();
-  if (ta.num_elements() == n && tb.num_elements() == n) {
-    AddContiguous(a, b, out, n, p);
-    return Status::Ok();
-  }
-  BroadcastPlan plan;
-  MakePlan(ta, tb, to, &plan);
-  if (plan.run_step_a && plan.run_step_b) {
-    ForEachRun(plan, n, [&](uint32_t oa, uint32_t ob, uint32_t oo) {
-      AddContiguous(a + oa, b + ob, out + oo, plan.run, p);
-    });
-  } else {
-    ForEachRun(plan, n, [&](uint32_t oa, uint32_t ob, uint32_t oo) {
-      const int8_t* pa = a + oa;
-      const int8_t* pb = b + ob;
-      for (uint32_t i = 0; i < plan.run; ++i, pa += plan.run_step_a, pb += plan.run_step_b)
-        out[oo + i] = AddOne(*pa, *pb, p);
-    });
-  }
+  EvalBinary(ReadOperands(op, ctx), op.Params<ADD_Params>(), AddContiguous, AddOne);
   return Status::Ok();
 }
 
@@ -273,42 +295,21 @@ void MulContiguous(const int8_t* a, const int8_t* b, int8_t* out, uint32_t n,
 
 Status EvalMul(const OpInfo& op, const EvalContext& ctx) {
   const auto p = op.Params<MUL_Params>();
-  const TensorInfo ta = ctx.tensor(op.inputs[0]), tb = ctx.tensor(op.inputs[1]);
-  const TensorInfo to = ctx.tensor(op.outputs[0]);
-  const int8_t* a = (const int8_t*)ctx.in(op.inputs[0]);
-  const int8_t* b = (const int8_t*)ctx.in(op.inputs[1]);
-  int8_t* out = (int8_t*)ctx.out(op.outputs[0]);
-  const uint32_t n = to.num_elements();
-  if (ta.num_elements() == n && tb.num_elements() == n) {
-    MulContiguous(a, b, out, n, p);
-    return Status::Ok();
-  }
-  // Squeeze-excite: a per-channel vector times a feature map. The product
-  // is symmetric, so either operand order maps onto ESP-NN's (map, vector).
-  const bool a_map = IsChannelBroadcast(ta, tb, to);
-  if (a_map || IsChannelBroadcast(tb, ta, to)) {
-    const uint32_t c = to.inner(0);
-    esp_nn_mul_broadcast_channel_s8(a_map ? a : b, a_map ? b : a,
+  const Operands x = ReadOperands(op, ctx);
+  // Squeeze-excite: a per-channel vector times a feature map (never the case
+  // for equal sizes). The product is symmetric, so either operand order maps
+  // onto ESP-NN's (map, vector).
+  const bool a_map = IsChannelBroadcast(x.ta, x.tb, x.to);
+  if (a_map || IsChannelBroadcast(x.tb, x.ta, x.to)) {
+    const uint32_t c = x.to.inner(0);
+    esp_nn_mul_broadcast_channel_s8(a_map ? x.a : x.b, a_map ? x.b : x.a,
                                     a_map ? p.input1_offset : p.input2_offset,
-                                    a_map ? p.input2_offset : p.input1_offset, out,
+                                    a_map ? p.input2_offset : p.input1_offset, x.out,
                                     p.output_offset, p.output_mult, p.output_shift, p.act_min,
-                                    p.act_max, (int32_t)(n / c), (int32_t)c);
+                                    p.act_max, (int32_t)(x.n / c), (int32_t)c);
     return Status::Ok();
   }
-  BroadcastPlan plan;
-  MakePlan(ta, tb, to, &plan);
-  if (plan.run_step_a && plan.run_step_b) {
-    ForEachRun(plan, n, [&](uint32_t oa, uint32_t ob, uint32_t oo) {
-      MulContiguous(a + oa, b + ob, out + oo, plan.run, p);
-    });
-  } else {
-    ForEachRun(plan, n, [&](uint32_t oa, uint32_t ob, uint32_t oo) {
-      const int8_t* pa = a + oa;
-      const int8_t* pb = b + ob;
-      for (uint32_t i = 0; i < plan.run; ++i, pa += plan.run_step_a, pb += plan.run_step_b)
-        out[oo + i] = MulOne(*pa, *pb, p);
-    });
-  }
+  EvalBinary(x, p, MulContiguous, MulOne);
   return Status::Ok();
 }
 

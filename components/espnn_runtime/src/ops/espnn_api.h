@@ -7,3 +7,15 @@
 #include "sdkconfig.h"
 #endif
 #include "esp_nn.h"
+
+namespace espnn {
+
+// An ESP32-S3 build on ESP-NN's optimized kernels, some of which have
+// defects that the ops route around (see conv.cpp, depthwise_conv.cpp).
+#if defined(CONFIG_NN_OPTIMIZED) && defined(CONFIG_IDF_TARGET_ESP32S3)
+constexpr bool kEspnnS3Optimized = true;
+#else
+constexpr bool kEspnnS3Optimized = false;
+#endif
+
+}  // namespace espnn

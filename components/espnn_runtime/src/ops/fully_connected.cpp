@@ -32,12 +32,6 @@ bool NeedsRowCopy(uint32_t batch, uint32_t row_len) {
   return batch > 1 && row_len % kRowAlignment != 0;
 }
 
-int32_t LoadI32(const uint8_t* p, uint32_t i) {
-  int32_t v;
-  memcpy(&v, p + 4u * i, 4);
-  return v;
-}
-
 Status ValidateFullyConnected(const Model& m, const OpInfo& op) {
   const TensorInfo in = ops::InputTensor(m, op, 0);
   const TensorInfo filter = ops::InputTensor(m, op, 1);
@@ -104,9 +98,9 @@ Status ValidateFullyConnected(const Model& m, const OpInfo& op) {
   for (uint32_t c = 0; c < n_mult; ++c) {
     char what[24];
     snprintf(what, sizeof(what), n_mult == 1 ? "mult" : "mult[%u]", (unsigned)c);
-    ESPNN_RETURN_IF_ERROR(ops::ExpectRange(LoadI32(mult_data, c), what, 0, INT32_MAX));
+    ESPNN_RETURN_IF_ERROR(ops::ExpectRange(ops::LoadI32(mult_data, c), what, 0, INT32_MAX));
     snprintf(what, sizeof(what), n_mult == 1 ? "shift" : "shift[%u]", (unsigned)c);
-    ESPNN_RETURN_IF_ERROR(ops::ExpectRange(LoadI32(shift_data, c), what, -31, 30));
+    ESPNN_RETURN_IF_ERROR(ops::ExpectRange(ops::LoadI32(shift_data, c), what, -31, 30));
   }
   for (uint32_t o = 0; o < out_ch; ++o) {
     // sum |w + fo| <= 65535 * 256 and max_x <= 256: the product fits int64.
@@ -118,10 +112,10 @@ Status ValidateFullyConnected(const Model& m, const OpInfo& op) {
     }
     int64_t bound = wsum * max_x;
     if (bias) {
-      const int64_t b = LoadI32(bias, o);
+      const int64_t b = ops::LoadI32(bias, o);
       bound += b < 0 ? -b : b;
     }
-    const int32_t s = LoadI32(shift_data, n_mult == 1 ? 0 : o);
+    const int32_t s = ops::LoadI32(shift_data, n_mult == 1 ? 0 : o);
     const int64_t limit = s > 0 ? (int64_t)(INT32_MAX >> s) : (int64_t)INT32_MAX;
     if (bound > limit)
       return ops::Fail("output channel %u: |bias| + sum|w + filter_offset| * %d, shifted left "

@@ -34,13 +34,6 @@ Status ExpectTensor(const TensorInfo& t, const char* what, DType dtype, uint32_t
   return Status::Ok();
 }
 
-Status ExpectRank(const TensorInfo& t, const char* what, uint32_t lo, uint32_t hi) {
-  if (t.rank < lo || t.rank > hi)
-    return Fail("%s has rank %u, expected %u..%u", what, (unsigned)t.rank, (unsigned)lo,
-                (unsigned)hi);
-  return Status::Ok();
-}
-
 Status ExpectConstVector(const TensorInfo& t, const char* what, DType dtype, uint32_t elements) {
   if (t.memory != Memory::CONSTANT) return Fail("%s must be a constant", what);
   if (t.dtype != dtype)

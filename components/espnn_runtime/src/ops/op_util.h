@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <string.h>
 
 #include "espnn/model.h"
 #include "espnn/status.h"
@@ -23,8 +24,6 @@ TensorInfo OutputTensor(const Model& m, const OpInfo& op, uint32_t slot);
 
 // dtype and (when rank != 0) rank of a tensor; `what` names it in messages.
 Status ExpectTensor(const TensorInfo& t, const char* what, xts3::DType dtype, uint32_t rank);
-// Rank between lo and hi.
-Status ExpectRank(const TensorInfo& t, const char* what, uint32_t lo, uint32_t hi);
 // Constant tensor of `dtype` with exactly `elements` elements.
 Status ExpectConstVector(const TensorInfo& t, const char* what, xts3::DType dtype,
                          uint32_t elements);
@@ -36,6 +35,14 @@ Status ExpectSameQuant(const TensorInfo& a, const char* what_a, const TensorInfo
 Status ExpectRange(int32_t value, const char* what, int32_t lo, int32_t hi);
 // act_min <= act_max, both in int8 range.
 Status ExpectActivationRange(int32_t act_min, int32_t act_max);
+
+// int32 element i of a little-endian constant or table (memcpy keeps the load
+// legal at any alignment and compiles to a plain load).
+inline int32_t LoadI32(const uint8_t* p, uint32_t i) {
+  int32_t v;
+  memcpy(&v, p + 4u * i, 4);
+  return v;
+}
 
 // --- arithmetic (TFLite integer reference semantics) --------------------------
 

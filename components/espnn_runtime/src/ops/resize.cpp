@@ -25,14 +25,6 @@ constexpr int32_t kFracOne = 1 << kBilinearFracBits;  // weight 1.0 in Q10
 // Entries per row of a bilinear table: i0, i1, frac.
 constexpr uint32_t kBilinearRow = 3;
 
-// int32 table entry `i` (constants are 4-byte aligned; memcpy keeps the load
-// legal regardless and compiles to a plain load).
-inline int32_t Entry(const uint8_t* table, uint32_t i) {
-  int32_t v;
-  memcpy(&v, table + (size_t)i * 4, 4);
-  return v;
-}
-
 // Checks shared by both ops: int8 NHWC in/out, same batch and channels, same
 // quantization.
 Status ValidateImages(const TensorInfo& in, const TensorInfo& out) {
@@ -72,7 +64,7 @@ Status ValidateIndexTable(const Model& m, const TensorInfo& t, const char* what,
   ESPNN_RETURN_IF_ERROR(ExpectTable(t, what, rows, 1));
   const uint8_t* data = m.constant_data(t);
   for (uint32_t i = 0; i < rows; ++i) {
-    const int32_t v = Entry(data, i);
+    const int32_t v = ops::LoadI32(data, i);
     if (v < 0 || (uint32_t)v >= limit)
       return ops::Fail("%s[%u] = %d is not in 0..%u (%s %u)", what, (unsigned)i, (int)v,
                        (unsigned)limit - 1, limit_name, (unsigned)limit);
@@ -100,9 +92,9 @@ Status EvalResizeNearest(const OpInfo& op, const EvalContext& ctx) {
   for (uint32_t n = 0; n < n_img; ++n) {
     const uint8_t* image = src + (size_t)n * in_h * in_w * c;
     for (uint32_t y = 0; y < out_h; ++y) {
-      const uint8_t* row = image + (size_t)(uint32_t)Entry(ytab, y) * in_w * c;
+      const uint8_t* row = image + (size_t)(uint32_t)ops::LoadI32(ytab, y) * in_w * c;
       for (uint32_t x = 0; x < out_w; ++x) {
-        memcpy(dst, row + (size_t)(uint32_t)Entry(xtab, x) * c, c);
+        memcpy(dst, row + (size_t)(uint32_t)ops::LoadI32(xtab, x) * c, c);
         dst += c;
       }
     }
@@ -133,12 +125,12 @@ Status ValidateBilinearTable(const Model& m, const TensorInfo& t, const char* wh
   for (uint32_t r = 0; r < rows; ++r) {
     const uint32_t base = r * kBilinearRow;  // < 3 * 2^24: fits
     for (uint32_t k = 0; k < 2; ++k) {
-      const int32_t v = Entry(data, base + k);
+      const int32_t v = ops::LoadI32(data, base + k);
       if (v < 0 || (uint32_t)v >= limit)
         return ops::Fail("%s[%u].i%u = %d is not in 0..%u (%s %u)", what, (unsigned)r,
                          (unsigned)k, (int)v, (unsigned)limit - 1, limit_name, (unsigned)limit);
     }
-    const int32_t frac = Entry(data, base + 2);
+    const int32_t frac = ops::LoadI32(data, base + 2);
     if (frac < 0 || frac > kFracOne)
       return ops::Fail("%s[%u].frac = %d is not in 0..%d", what, (unsigned)r, (int)frac,
                        (int)kFracOne);
@@ -175,13 +167,13 @@ Status EvalResizeBilinear(const OpInfo& op, const EvalContext& ctx) {
   for (uint32_t n = 0; n < n_img; ++n) {
     const int8_t* image = src + (size_t)n * in_h * row_elems;
     for (uint32_t y = 0; y < out_h; ++y) {
-      const int8_t* r0 = image + (size_t)(uint32_t)Entry(ytab, 3 * y) * row_elems;
-      const int8_t* r1 = image + (size_t)(uint32_t)Entry(ytab, 3 * y + 1) * row_elems;
-      const int32_t wy1 = Entry(ytab, 3 * y + 2), wy0 = kFracOne - wy1;
+      const int8_t* r0 = image + (size_t)(uint32_t)ops::LoadI32(ytab, 3 * y) * row_elems;
+      const int8_t* r1 = image + (size_t)(uint32_t)ops::LoadI32(ytab, 3 * y + 1) * row_elems;
+      const int32_t wy1 = ops::LoadI32(ytab, 3 * y + 2), wy0 = kFracOne - wy1;
       for (uint32_t x = 0; x < out_w; ++x) {
-        const size_t c0 = (size_t)(uint32_t)Entry(xtab, 3 * x) * c;
-        const size_t c1 = (size_t)(uint32_t)Entry(xtab, 3 * x + 1) * c;
-        const int32_t wx1 = Entry(xtab, 3 * x + 2), wx0 = kFracOne - wx1;
+        const size_t c0 = (size_t)(uint32_t)ops::LoadI32(xtab, 3 * x) * c;
+        const size_t c1 = (size_t)(uint32_t)ops::LoadI32(xtab, 3 * x + 1) * c;
+        const int32_t wx1 = ops::LoadI32(xtab, 3 * x + 2), wx0 = kFracOne - wx1;
         const int32_t w00 = wy0 * wx0, w01 = wy0 * wx1, w10 = wy1 * wx0, w11 = wy1 * wx1;
         const int8_t *p00 = r0 + c0, *p01 = r0 + c1, *p10 = r1 + c0, *p11 = r1 + c1;
         for (uint32_t ch = 0; ch < c; ++ch) {

@@ -31,27 +31,12 @@ namespace {
 using namespace xts3;
 using namespace conv_util;
 
-struct TGeom {
-  uint32_t batch, in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, group_in_c;
+struct TGeom : ConvShape {
   TRANSPOSE_CONV2D_Params p;
 };
 
 TGeom Geometry(const Model& m, const OpInfo& op) {
-  const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
-                   out = ops::OutputTensor(m, op, 0);
-  TGeom g;
-  g.batch = in.dims[0];
-  g.in_h = in.dims[1];
-  g.in_w = in.dims[2];
-  g.in_c = in.dims[3];
-  g.out_h = out.dims[1];
-  g.out_w = out.dims[2];
-  g.out_c = out.dims[3];
-  g.k_h = f.dims[1];
-  g.k_w = f.dims[2];
-  g.group_in_c = f.dims[3];
-  g.p = op.Params<TRANSPOSE_CONV2D_Params>();
-  return g;
+  return {ReadConvShape(m, op), op.Params<TRANSPOSE_CONV2D_Params>()};
 }
 
 // One axis: stride, dilation, pad ranges and the PyTorch output size. With
@@ -83,56 +68,31 @@ Status CheckTransposedAxis(const char* axis, const char* stride_name, int32_t st
 }
 
 Status ValidateTransposeConv(const Model& m, const OpInfo& op) {
-  const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
-                   out = ops::OutputTensor(m, op, 0);
-  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::INT8, 4));
-  ESPNN_RETURN_IF_ERROR(CheckFilterTensor(f));
-  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 4));
-  ESPNN_RETURN_IF_ERROR(CheckNotInPlace(in, out));
+  ESPNN_RETURN_IF_ERROR(CheckConvTensors(m, op));
   const TGeom g = Geometry(m, op);
   const TRANSPOSE_CONV2D_Params& p = g.p;
-  if (out.dims[0] != g.batch)
-    return ops::Fail("output batch %u != input batch %u", (unsigned)out.dims[0], (unsigned)g.batch);
-
-  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.groups, "groups", 1, (int32_t)xts3::kMaxDim));
-  const uint32_t groups = (uint32_t)p.groups;
-  if (g.in_c % groups != 0)
-    return ops::Fail("groups = %u does not divide input channels %u", (unsigned)groups,
-                     (unsigned)g.in_c);
-  if (g.out_c % groups != 0)
-    return ops::Fail("groups = %u does not divide output channels %u", (unsigned)groups,
-                     (unsigned)g.out_c);
-  if (f.dims[0] != g.out_c || f.dims[3] != g.in_c / groups)
-    return ops::Fail("filter dims [%u,%u,%u,%u]: expected [out_channels = %u, kh, kw, "
-                     "in_channels/groups = %u]",
-                     (unsigned)f.dims[0], (unsigned)f.dims[1], (unsigned)f.dims[2],
-                     (unsigned)f.dims[3], (unsigned)g.out_c, (unsigned)(g.in_c / groups));
-
+  ESPNN_RETURN_IF_ERROR(CheckGroupedFilter(g, p.groups, (int32_t)xts3::kMaxDim));
   ESPNN_RETURN_IF_ERROR(CheckTransposedAxis("height", "stride_h", p.stride_h, "dilation_h",
                                             p.dilation_h, "pad_top", p.pad_top, g.in_h, g.k_h,
                                             g.out_h));
   ESPNN_RETURN_IF_ERROR(CheckTransposedAxis("width", "stride_w", p.stride_w, "dilation_w",
                                             p.dilation_w, "pad_left", p.pad_left, g.in_w, g.k_w,
                                             g.out_w));
-  ESPNN_RETURN_IF_ERROR(CheckOffsets(p.input_offset, p.output_offset, p.act_min, p.act_max));
+  ESPNN_RETURN_IF_ERROR(CheckOffsets(p));
   return CheckRequantConstants(m, op, g.out_c);
 }
 
 Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
   const TGeom g = Geometry(*ctx.model, op);
   const TRANSPOSE_CONV2D_Params& p = g.p;
-  const int8_t* input = (const int8_t*)ctx.in(op.inputs[kInput]);
-  const int8_t* filter = (const int8_t*)ctx.in(op.inputs[kFilter]);
-  const int32_t* bias = (const int32_t*)ctx.in(op.inputs[kBias]);  // null when absent
-  const int32_t* mult = (const int32_t*)ctx.in(op.inputs[kMult]);
-  const int32_t* shift = (const int32_t*)ctx.in(op.inputs[kShift]);
-  int8_t* out = (int8_t*)ctx.out(op.outputs[0]);
+  const ConvData d = ReadConvData(op, ctx);
+  int8_t* out = d.output;
 
   const uint32_t outs_per_group = g.out_c / (uint32_t)p.groups;
-  const uint32_t cg = g.group_in_c;
+  const uint32_t cg = g.filter_c;
   const int32_t in_h = (int32_t)g.in_h, in_w = (int32_t)g.in_w;
   for (uint32_t n = 0; n < g.batch; ++n) {
-    const int8_t* image = input + n * g.in_h * g.in_w * g.in_c;
+    const int8_t* image = d.input + n * g.in_h * g.in_w * g.in_c;
     for (uint32_t oy = 0; oy < g.out_h; ++oy) {
       // Position of the output row on the un-cropped (pad-free) output grid.
       const int32_t ty = (int32_t)oy + p.pad_top;
@@ -140,8 +100,8 @@ Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
         const int32_t tx = (int32_t)ox + p.pad_left;
         for (uint32_t o = 0; o < g.out_c; ++o) {
           const uint32_t c0 = (o / outs_per_group) * cg;
-          const int8_t* w_o = filter + o * g.k_h * g.k_w * cg;
-          uint32_t acc = bias != nullptr ? (uint32_t)bias[o] : 0u;
+          const int8_t* w_o = d.filter + o * g.k_h * g.k_w * cg;
+          uint32_t acc = d.bias != nullptr ? (uint32_t)d.bias[o] : 0u;
           for (uint32_t ky = 0; ky < g.k_h; ++ky) {
             // Input row iy contributes when iy*stride + ky*dil == ty.
             const int32_t sy = ty - (int32_t)ky * p.dilation_h;
@@ -161,7 +121,7 @@ Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
                 acc += (uint32_t)(((int32_t)px[i] + p.input_offset) * (int32_t)w[i]);
             }
           }
-          *out++ = Requantize(acc, mult[o], shift[o], p.output_offset, p.act_min, p.act_max);
+          *out++ = Requantize(acc, d.mult[o], d.shift[o], p.output_offset, p.act_min, p.act_max);
         }
       }
     }
