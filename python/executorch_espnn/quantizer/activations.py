@@ -1,0 +1,73 @@
+"""Single-input ops that requantize: non-linear activations, softmax, H×W means.
+
+* softmax, sigmoid, tanh: the int8 kernels fix the output quantization
+  (FixedQParamsQuantizationSpec), the input gets an activation observer;
+* hardswish, silu, gelu, hardsigmoid, elu, leaky_relu: own input and output observers
+  (the lowering emits a LUT or HARD_SWISH, which map any input quantization to any
+  output quantization); relu/relu6/hardtanh/clamp are fused (conv_linear.py,
+  elementwise.py) or share their input's qparams (shared.py);
+* mean over H and W of an NCHW tensor and adaptive_avg_pool2d to 1×1 (MEAN_HW):
+  own input and output observers.
+"""
+
+from __future__ import annotations
+
+from torch.fx import GraphModule, Node
+
+from . import ops
+from .annotation import ConfigResolver, annotate, is_annotated, is_call, is_float_tensor
+from .config import SOFTMAX_SIGMOID_OUTPUT, TANH_OUTPUT
+
+
+def _fixed_output(node: Node):
+    if node.target in ops.SOFTMAX or node.target in ops.SIGMOID:
+        return SOFTMAX_SIGMOID_OUTPUT
+    if node.target in ops.TANH:
+        return TANH_OUTPUT
+    return None
+
+
+def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
+    targets = ops.SOFTMAX | ops.SIGMOID | ops.TANH | ops.UNARY_OWN_OUTPUT
+    for node in gm.graph.nodes:
+        if not is_call(node, targets) or is_annotated(node):
+            continue
+        x = node.args[0]
+        if not (is_float_tensor(node) and is_float_tensor(x)):
+            continue
+        config = resolve(node)
+        if config is None:
+            continue
+        fixed = _fixed_output(node)
+        annotate(node, {x: config.activation}, output=fixed if fixed is not None else config.activation)
+
+
+def is_global_average(node: Node) -> bool:
+    """mean over dims {2, 3} of a 4-D tensor, or adaptive_avg_pool2d to 1×1."""
+    x = node.args[0]
+    if not is_float_tensor(x) or x.meta["val"].dim() != 4:
+        return False
+    if node.target in ops.ADAPTIVE_AVG_POOL:
+        size = node.args[1]
+        size = [size, size] if isinstance(size, int) else list(size)
+        return size == [1, 1]
+    if node.target in ops.MEAN:
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        dtype = node.args[3] if len(node.args) > 3 else node.kwargs.get("dtype")
+        if dims is None or dtype is not None:
+            return False
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        return len(dims) == 2 and sorted(d % 4 for d in dims) == [2, 3]
+    return False
+
+
+def annotate_global_average(gm: GraphModule, resolve: ConfigResolver) -> None:
+    for node in gm.graph.nodes:
+        if not is_call(node, ops.MEAN | ops.ADAPTIVE_AVG_POOL) or is_annotated(node):
+            continue
+        if not (is_float_tensor(node) and is_global_average(node)):
+            continue
+        config = resolve(node)
+        if config is None:
+            continue
+        annotate(node, {node.args[0]: config.activation}, output=config.activation)
