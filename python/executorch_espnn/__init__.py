@@ -2,6 +2,38 @@
 
 ``executorch_espnn._native`` is the device runtime (XTS3 parser and int8
 interpreter, the same C++ that runs on the ESP32) compiled for the host.
+
+The ExecuTorch-facing API is imported lazily, so ``import executorch_espnn``
+(and ``_native``, ``serialization``) work without torch or executorch:
+
+    EspNNQuantizer, EspNNPartitioner, EspNNBackend, to_espnn_edge,
+    delegation_report, EspNNCompileSpecBuilder
 """
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "EspNNQuantizer": ("executorch_espnn.quantizer", "EspNNQuantizer"),
+    "EspNNPartitioner": ("executorch_espnn.partition", "EspNNPartitioner"),
+    "EspNNBackend": ("executorch_espnn.lowering.backend", "EspNNBackend"),
+    "to_espnn_edge": ("executorch_espnn.partition", "to_espnn_edge"),
+    "delegation_report": ("executorch_espnn.partition", "delegation_report"),
+    "EspNNCompileSpecBuilder": ("executorch_espnn.compile_spec", "EspNNCompileSpecBuilder"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'executorch_espnn' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

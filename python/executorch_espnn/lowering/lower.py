@@ -1,0 +1,104 @@
+"""Subgraph -> XTS3 bytes, validated by the native parser."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..compile_spec import CompileOptions
+from .context import LowerContext
+from .graph import Subgraph, Unsupported, op_name
+from .registry import lookup
+
+
+class LoweringError(RuntimeError):
+    """A subgraph could not be lowered; `node` names the fx node at fault (or None)."""
+
+    def __init__(self, message: str, node: str | None = None):
+        super().__init__(message)
+        self.node = node
+
+
+class ParserRejection(LoweringError):
+    """The native XTS3 parser refused the serialized bytes (message = the parser's)."""
+
+
+class TooLarge(LoweringError):
+    """The program exceeds a runtime limit (tensors, ops, graph inputs/outputs)."""
+
+
+@dataclass
+class LoweredProgram:
+    blob: bytes
+    op_nodes: list[str]  # fx node name that produced each XTS3 op
+    num_tensors: int
+    num_ops: int
+    num_inputs: int
+    num_outputs: int
+
+
+def build(sub: Subgraph, options: CompileOptions | None = None) -> LowerContext:
+    """Runs every node's lowering in topological order; returns the filled context."""
+    ctx = LowerContext(sub, options)
+    node = None
+    try:
+        for node in sub.inputs:
+            ctx.current = node
+            ctx.add_input(node)
+        for node in sub.nodes:
+            if node in ctx.done:
+                continue
+            entry = lookup(node)
+            if entry is None:
+                raise Unsupported(f"no ESP-NN lowering for {op_name(node)}")
+            ctx.current = node
+            entry.lower(node, ctx)
+            ctx.done.add(node)
+        node = None
+        ctx.writer.set_inputs([ctx.values[n].tensor for n in sub.inputs])
+        ctx.writer.set_outputs([ctx.output_tensor(n) for n in sub.outputs])
+    except (Unsupported, ValueError) as e:  # ValueError: the writer refused a value
+        where = node if node is not None else ctx.current
+        name = where.name if where is not None else None
+        what = f"{name} ({op_name(where) if where.op == 'call_function' else where.op}): " if where is not None else ""
+        raise LoweringError(f"{what}{e}", name) from None
+    return ctx
+
+
+def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limits: dict | None = None
+                   ) -> LoweredProgram:
+    """Lowers a subgraph to XTS3 bytes and checks them with the native parser.
+
+    Raises LoweringError (a node cannot be lowered), TooLarge (a runtime
+    limit is exceeded) or ParserRejection (the parser refused the bytes).
+    """
+    ctx = build(sub, options)
+    lim = limits or ctx.limits
+    counts = {"max_tensors": ctx.num_tensors, "max_ops": len(ctx.op_nodes),
+              "max_graph_inputs": len(sub.inputs), "max_graph_outputs": len(sub.outputs)}
+    over = {k: v for k, v in counts.items() if v > lim[k]}
+    if over:
+        raise TooLarge("exceeds the runtime limits: " + ", ".join(f"{v} > {k} {lim[k]}" for k, v in over.items()))
+    try:
+        blob = ctx.writer.to_bytes()
+    except ValueError as e:
+        raise LoweringError(f"serialization failed: {e}") from None
+    validate(blob, ctx.op_nodes)
+    return LoweredProgram(blob, list(ctx.op_nodes), ctx.num_tensors, len(ctx.op_nodes), len(sub.inputs),
+                          len(sub.outputs))
+
+
+_OP_RE = re.compile(r"\bop (\d+)\b")
+
+
+def validate(blob: bytes, op_nodes: list[str]) -> None:
+    """The native parser's verdict; a rejection names the fx node of the failing op."""
+    from .. import _native
+
+    try:
+        _native.Program(blob)
+    except ValueError as e:
+        msg = str(e)
+        m = _OP_RE.search(msg)
+        node = op_nodes[int(m.group(1))] if m and int(m.group(1)) < len(op_nodes) else None
+        raise ParserRejection(f"the native parser rejected the program: {msg}", node or None) from None

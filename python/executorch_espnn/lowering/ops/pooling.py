@@ -1,0 +1,110 @@
+"""max_pool2d (edge: max_pool2d_with_indices + getitem 0) and avg_pool2d.
+
+ESP-NN pools on channels-last tensors without requantizing, clipping each
+window to the image (so the bottom/right padding is implicit). That equals
+PyTorch's max pooling with any padding, and average pooling when no window
+reaches into the padding or count_include_pad=False. The pool writes in the
+input's quantization; a REQUANTIZE follows when the output's differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
+from ..quant import OutputSpec, QParams, input_qparams, output_spec
+from ..registry import register
+from ..values import CHANNELS_LAST
+
+MAXPOOL_WITH_INDICES = "aten.max_pool2d_with_indices.default"
+
+
+@dataclass
+class PoolPlan:
+    kind: str
+    in_q: QParams
+    out: OutputSpec
+    out_node: object
+    kernel: list[int]
+    stride: list[int]
+    padding: list[int]
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    act_min: int
+    act_max: int
+
+
+def _output_node(node):
+    """The node carrying the pooled tensor (getitem 0 for the with-indices form)."""
+    if op_name(node) != MAXPOOL_WITH_INDICES:
+        return node
+    values = []
+    for user in node.users:
+        if op_name(user) != "operator.getitem":
+            raise Unsupported(f"{user.name} reads the max-pool tuple directly")
+        if user.args[1] == 0:
+            values.append(user)
+        elif user.users:
+            raise Unsupported("the max-pool indices are used; ESP-NN does not compute them")
+    if len(values) != 1:
+        raise Unsupported(f"max pool has {len(values)} value outputs")
+    return values[0]
+
+
+def analyze(node, cc) -> PoolPlan:
+    name = op_name(node)
+    kind = "AVG_POOL2D" if "avg_pool" in name else "MAX_POOL2D"
+    x = node.args[0]
+    in_shape = static_shape(x)
+    if len(in_shape) != 4:
+        raise Unsupported(f"pooling of a rank-{len(in_shape)} tensor (needs [N,C,H,W])")
+    kernel = int_list(node.args[1], 2, "kernel_size")
+    stride = int_list(arg(node, 2, "stride", []) or kernel, 2, "stride")
+    padding = int_list(arg(node, 3, "padding", 0), 2, "padding")
+    if kind == "MAX_POOL2D":
+        dilation = int_list(arg(node, 4, "dilation", 1), 2, "dilation")
+        if dilation != [1, 1]:
+            raise Unsupported(f"dilated max pool {dilation}")
+        ceil_mode = arg(node, 5, "ceil_mode", False)
+    else:
+        ceil_mode = arg(node, 4, "ceil_mode", False)
+        count_include_pad = arg(node, 5, "count_include_pad", True)
+        if arg(node, 6, "divisor_override") is not None:
+            raise Unsupported("avg pool with divisor_override")
+        if count_include_pad and any(padding):
+            raise Unsupported("avg pool with padding and count_include_pad=True (ESP-NN averages in-image taps)")
+    out_node = _output_node(node)
+    out_shape = static_shape(out_node)
+    for k, s, p, i, o in zip(kernel, stride, padding, in_shape[2:], out_shape[2:]):
+        if not 0 <= p < k:
+            raise Unsupported(f"padding {p} is not below the kernel size {k}")
+        if ceil_mode and kind == "AVG_POOL2D" and o != (i + 2 * p - k) // s + 1:
+            raise Unsupported("avg pool with ceil_mode that adds a partial window")
+    check_kernel_dims({"input height": in_shape[2], "input width": in_shape[3], "channels": in_shape[1],
+                       "output height": out_shape[2], "output width": out_shape[3],
+                       "kernel height": kernel[0], "kernel width": kernel[1]}, cc.limits["max_kernel_dim"])
+    in_q = input_qparams(x, node, cc)
+    out = output_spec(out_node, cc)
+    if in_q.same(out.qparams):
+        act_min, act_max = out.act_min, out.act_max
+    elif (out.act_min, out.act_max) == (out.qparams.qmin, out.qparams.qmax) and out.qparams.full_range:
+        act_min, act_max = in_q.qmin, in_q.qmax
+    else:
+        raise Unsupported("pool with a fused activation and a change of quantization")
+    return PoolPlan(kind, in_q, out, out_node, kernel, stride, padding, in_shape, out_shape, act_min, act_max)
+
+
+def lower(node, ctx):
+    p = analyze(node, ctx)
+    x = ctx.input(node.args[0], layout=CHANNELS_LAST)
+    pooled = ctx.new_value(p.out_shape, p.in_q, CHANNELS_LAST)
+    ctx.emit(p.kind, [ctx.tensor(x)], [pooled.tensor], kernel_h=p.kernel[0], kernel_w=p.kernel[1],
+             stride_h=p.stride[0], stride_w=p.stride[1], pad_top=p.padding[0], pad_left=p.padding[1],
+             act_min=p.act_min, act_max=p.act_max)
+    if p.out_node is not node:
+        ctx.done.add(p.out_node)
+    ctx.finish(node, p.out, ctx.requantize(pooled, p.out.qparams))
+
+
+register("aten.max_pool2d.default", MAXPOOL_WITH_INDICES, "aten.avg_pool2d.default",
+         analyze=analyze, lower=lower, fuses_activation=True)

@@ -1,0 +1,114 @@
+"""Shape ops: view/reshape/flatten/squeeze/unsqueeze/clone and permute/transpose.
+
+A reshape is a new logical shape over the same bytes in PyTorch order: the
+value is converted to CONTIG (free when the channels-last order already is
+that order, e.g. [N,C,1,1] -> [N,C]) and no op is written here; the consumer
+asks for the dims it needs and gets one RESHAPE. A permute is a TRANSPOSE
+from the value's physical order to the permuted PyTorch order, or nothing
+when the bytes already are in that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..graph import Unsupported, arg, op_name, static_shape
+from ..quant import OutputSpec, QParams, input_qparams, output_spec
+from ..registry import register
+from ..values import CONTIG, Value, layout_perm
+
+RESHAPE_OPS = (
+    "aten.view_copy.default", "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+    "aten.flatten.using_ints", "aten.squeeze_copy.dims", "aten.squeeze_copy.dim", "aten.squeeze_copy.default",
+    "aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default", "aten.unsqueeze_copy.default",
+    "aten.unsqueeze.default", "aten.clone.default", "dim_order_ops._clone_dim_order.default",
+    "aten.alias_copy.default", "aten.alias.default", "aten.dropout.default",
+)
+PERMUTE_OPS = ("aten.permute_copy.default", "aten.permute.default", "aten.transpose_copy.int",
+               "aten.transpose.int", "aten.t_copy.default", "aten.t.default")
+
+
+@dataclass
+class ShapePlan:
+    in_q: QParams
+    out: OutputSpec
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    perm: tuple[int, ...] | None = None
+
+
+def _permutation(node, rank: int) -> tuple[int, ...]:
+    name = op_name(node)
+    if name.startswith("aten.permute"):
+        perm = [d % rank for d in node.args[1]]
+    elif name.startswith("aten.t"):
+        perm = [1, 0] if rank == 2 else list(range(rank))
+        if name.startswith("aten.transpose"):
+            a, b = node.args[1] % rank, node.args[2] % rank
+            perm = list(range(rank))
+            perm[a], perm[b] = perm[b], perm[a]
+    else:
+        raise Unsupported(f"{name} is not a permutation")
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(f"{perm} is not a permutation")
+    return tuple(perm)
+
+
+def _common(node, cc) -> ShapePlan:
+    x = node.args[0]
+    in_shape, out_shape = static_shape(x), static_shape(node)
+    if max(len(in_shape), len(out_shape)) > cc.limits["max_rank"]:
+        raise Unsupported(f"rank above {cc.limits['max_rank']}")
+    in_q = input_qparams(x, node, cc)
+    out = output_spec(node, cc, fuse_activation=False)
+    return ShapePlan(in_q, out, in_shape, out_shape)
+
+
+def analyze_reshape(node, cc) -> ShapePlan:
+    name = op_name(node)
+    if "clone" in name:
+        if node.kwargs.get("dim_order") not in (None, list(range(len(static_shape(node))))):
+            raise Unsupported(f"clone to dim order {node.kwargs.get('dim_order')}")
+        if node.kwargs.get("memory_format") not in (None,) and "contiguous" not in str(node.kwargs["memory_format"]) \
+                and "preserve" not in str(node.kwargs["memory_format"]):
+            raise Unsupported(f"clone to {node.kwargs['memory_format']}")
+    if name == "aten.dropout.default" and arg(node, 2, "train", False):
+        raise Unsupported("dropout in training mode")
+    return _common(node, cc)
+
+
+def lower_reshape(node, ctx):
+    p = analyze_reshape(node, ctx)
+    v = ctx.as_layout(ctx.input(node.args[0]), CONTIG)
+    if v.is_constant:
+        raise Unsupported("reshape of a constant")
+    out = replace(v, shape=p.out_shape)  # same bytes; consumers reshape to the dims they need
+    ctx.finish(node, p.out, ctx.requantize(out, p.out.qparams))
+
+
+def analyze_permute(node, cc) -> ShapePlan:
+    p = _common(node, cc)
+    p.perm = _permutation(node, len(p.in_shape))
+    return p
+
+
+def lower_permute(node, ctx):
+    p = analyze_permute(node, ctx)
+    v = ctx.input(node.args[0])
+    if v.is_constant:
+        raise Unsupported("permute of a constant")
+    rank = len(p.in_shape)
+    phys_of = {logical: i for i, logical in enumerate(layout_perm(v.layout, rank))}
+    q = [phys_of[l] for l in p.perm]  # output (CONTIG) axis d reads physical input axis q[d]
+    moved = [a for a in q if v.physical[a] != 1]
+    if moved == sorted(moved):  # the bytes already are in the permuted order
+        out = Value(v.tensor, p.out_shape, "INT8", v.qparams, CONTIG, v.dims)
+    else:
+        out = ctx.new_value(p.out_shape, v.qparams, CONTIG)
+        q5 = q + [0] * (5 - rank)
+        ctx.emit("TRANSPOSE", [ctx.tensor(v)], [out.tensor], **{f"perm{i}": a for i, a in enumerate(q5)})
+    ctx.finish(node, p.out, ctx.requantize(out, p.out.qparams))
+
+
+register(*RESHAPE_OPS, analyze=analyze_reshape, lower=lower_reshape, compute=False)
+register(*PERMUTE_OPS, analyze=analyze_permute, lower=lower_permute, compute=False)

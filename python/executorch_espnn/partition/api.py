@@ -1,0 +1,38 @@
+"""to_espnn_edge: the one call from an exported, quantized program to a lowered EdgeProgramManager."""
+
+from __future__ import annotations
+
+from .partitioner import EspNNPartitioner
+
+
+def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = True, compile_config=None):
+    """``executorch.exir.to_edge_transform_and_lower`` with EspNNPartitioner.
+
+    Args:
+        programs: a torch.export.ExportedProgram (the method "forward"), or a
+            dict method name -> ExportedProgram.
+        compile_specs: from EspNNCompileSpecBuilder().build().
+        allow_cpu_fallback: False raises if any node would stay on the CPU.
+        compile_config: an executorch.exir.EdgeCompileConfig.
+
+    Returns the EdgeProgramManager; call ``.to_executorch()`` on it, and
+    ``delegation_report(manager)`` to see what was delegated.
+    """
+    from executorch.exir import to_edge_transform_and_lower
+    from torch.export import ExportedProgram
+
+    def make():
+        return [EspNNPartitioner(compile_specs, allow_cpu_fallback=allow_cpu_fallback)]
+
+    if isinstance(programs, ExportedProgram):
+        partitioner = make()
+    elif isinstance(programs, dict) and programs:
+        for name, ep in programs.items():
+            if not isinstance(ep, ExportedProgram):
+                raise TypeError(f"method {name!r}: expected a torch.export.ExportedProgram, got {type(ep).__name__}")
+        partitioner = {name: make() for name in programs}  # one partitioner (and plan) per method
+    else:
+        raise TypeError(f"to_espnn_edge takes an ExportedProgram or a non-empty dict of them, got "
+                        f"{type(programs).__name__}; export the quantized module first: "
+                        "torch.export.export(convert_pt2e(m), example_inputs)")
+    return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config)

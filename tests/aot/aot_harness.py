@@ -1,0 +1,123 @@
+"""Runs lowered programs on the host: every delegate payload on the native
+interpreter, the rest of the Edge graph in Python, compared with the
+convert_pt2e model (the PyTorch oracle)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from executorch_espnn import _native
+
+
+def export(converted, example_inputs):
+    return torch.export.export(converted, example_inputs)
+
+
+class DelegateInterpreter(torch.fx.Interpreter):
+    """Executes an Edge graph: executorch_call_delegate through
+    _native.Program(processed_bytes).run(...), other nodes as Python ops."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.delegate_calls = 0
+
+    def call_function(self, target, args, kwargs):
+        if getattr(target, "__name__", "") == "executorch_call_delegate":
+            lowered = args[0]
+            feeds = [np.ascontiguousarray(a.detach().numpy()) for a in args[1:]]
+            outs = _native.Program(lowered.processed_bytes).run(feeds)
+            self.delegate_calls += 1
+            return tuple(torch.from_numpy(np.asarray(o)) for o in outs)
+        return super().call_function(target, args, kwargs)
+
+
+def run_lowered(edge_manager, inputs, method="forward"):
+    ep = edge_manager.exported_program(method)
+    feeds, user = [], iter(inputs)
+    for spec in ep.graph_signature.input_specs:
+        kind = spec.kind.name
+        if kind == "USER_INPUT":
+            feeds.append(next(user))
+        elif spec.target in ep.state_dict:
+            feeds.append(ep.state_dict[spec.target])
+        else:
+            feeds.append(ep.constants[spec.target])
+    interp = DelegateInterpreter(ep.graph_module)
+    out = interp.run(*feeds)
+    return list(out) if isinstance(out, (list, tuple)) else [out], interp.delegate_calls
+
+
+def output_scales(converted):
+    """Scale of each graph output's final dequantize (None for float outputs)."""
+    out = converted.graph.output_node().args[0]
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    scales = []
+    for n in outs:
+        ok = isinstance(n, torch.fx.Node) and "dequantize_per_tensor" in str(n.target)
+        scales.append(float(n.args[1]) if ok else None)
+    return scales
+
+
+def compare(outputs, references, scales, label="", max_lsb=1.0):
+    """Every element within `max_lsb` (1) LSB of the output quantization; returns the exact fractions."""
+    fractions = []
+    for i, (o, r, s) in enumerate(zip(outputs, references, scales)):
+        o, r = o.detach().float(), r.detach().float()
+        assert o.shape == r.shape, f"{label} output {i}: shape {tuple(o.shape)} != {tuple(r.shape)}"
+        if s is None:
+            torch.testing.assert_close(o, r)
+            fractions.append(1.0)
+            continue
+        lsb = (o - r).abs() / s
+        exact = float((lsb < 0.5).float().mean())
+        print(f"{label} output {i}: {100 * exact:.1f}% exact, max {float(lsb.max()):.2f} LSB")
+        assert float(lsb.max()) <= max_lsb + 1e-3, f"{label} output {i}: {float(lsb.max()):.2f} LSB off"
+        fractions.append(exact)
+    return fractions
+
+
+def delegate_nodes(edge_manager, method="forward"):
+    gm = edge_manager.exported_program(method).graph_module
+    return [n for n in gm.graph.nodes if getattr(n.target, "__name__", "") == "executorch_call_delegate"]
+
+
+def cpu_nodes(edge_manager, method="forward"):
+    import operator
+
+    gm = edge_manager.exported_program(method).graph_module
+    out = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or getattr(n.target, "__name__", "") == "executorch_call_delegate":
+            continue
+        if n.target is operator.getitem:
+            continue
+        out.append(n)
+    return out
+
+
+def payloads(edge_manager, method="forward"):
+    gm = edge_manager.exported_program(method).graph_module
+    return [getattr(gm, n.args[0].target).processed_bytes for n in delegate_nodes(edge_manager, method)]
+
+
+def op_names(blob):
+    """XTS3 op names of a payload, in execution order."""
+    return [op["op"] for op in _native.Program(blob).summary()["ops"]]
+
+
+def lower_and_check(model, example_inputs, quantize, *, label="", strict=True, calibration=None, **lower_kw):
+    """quantize -> export -> to_espnn_edge -> run (delegates natively) -> compare with convert_pt2e.
+
+    Returns (edge_manager, converted, exact_fractions)."""
+    from executorch_espnn import to_espnn_edge
+
+    torch.manual_seed(0)
+    converted = quantize(model, example_inputs, calibration)
+    edge = to_espnn_edge(export(converted, example_inputs), allow_cpu_fallback=not strict, **lower_kw)
+    outputs, calls = run_lowered(edge, list(example_inputs))
+    assert calls == len(delegate_nodes(edge))
+    refs = converted(*example_inputs)
+    refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]
+    fractions = compare(outputs, refs, output_scales(converted), label)
+    return edge, converted, fractions

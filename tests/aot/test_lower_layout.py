@@ -1,0 +1,45 @@
+"""Pooling, mean and the layout decisions (NCHW partition I/O, NHWC inside,
+TRANSPOSE only where the bytes differ) lowered end to end, plus per-tensor
+weights. Models and payload checks: op_cases.py."""
+
+import pytest
+
+pytest.importorskip("executorch")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from aot_harness import compare, export, output_scales, payloads, run_lowered  # noqa: E402
+from op_cases import check_case  # noqa: E402
+
+NAMES = ["pools", "mean", "pool_flatten_head", "flatten_hw", "permute_to_nhwc"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_op_group(name, quantize):
+    check_case(name, quantize)
+
+
+def test_per_tensor_weights():
+    """Per-tensor symmetric weights: conv repeats the scale per channel, linear uses
+    TFLite's per-tensor FC multiplier (a single mult/shift)."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from executorch_espnn import _native, to_espnn_edge
+
+    model = nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 4 * 4, 5)).eval()
+    x = (torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(1)),)
+    gm = torch.export.export(model, x).module(check_guards=False)
+    gm = prepare_pt2e(gm, XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=False)))
+    gm(*x)
+    converted = convert_pt2e(gm)
+    edge = to_espnn_edge(export(converted, x), allow_cpu_fallback=False)
+    outputs, _ = run_lowered(edge, list(x))
+    compare(outputs, [converted(*x)], output_scales(converted), "per-tensor")
+    summary = _native.Program(payloads(edge)[0]).summary()
+    fc = next(op for op in summary["ops"] if op["op"] == "FULLY_CONNECTED")
+    assert tuple(summary["tensors"][fc["inputs"][3]]["shape"]) == (1,)  # one mult for all channels
