@@ -1,11 +1,151 @@
-// Board runner (placeholder until the firmware issue lands the bundle and
-// .pte modes): reports the runtime's format version so a build can be
-// checked with `idf.py build flash monitor`. Never run on hardware yet.
+// Board runner app, bundle mode: finds the XTSB bundle (data partition,
+// memory-mapped, or embedded in the image), maps the Kconfig choices onto
+// the portable runner core (espnn::bundle::RunBundle, which verifies every
+// output bit-exactly before it times anything) and lets it print one result
+// line per case on the console.
+//
+// Thin ESP-IDF glue: all logic lives in components/espnn_runtime/src/
+// bundle*.cpp and platform_common.cpp, which are built and run on the host
+// and on an emulated Xtensa core by tests/firmware. THIS FILE HAS NOT BEEN
+// BUILT: no ESP-IDF toolchain or board was available (docs/firmware.md).
 #include <stdio.h>
 
-#include "espnn/xts3_format.h"
+#include "esp_partition.h"
+#include "espnn/bundle.h"
+#include "espnn/bundle_runner.h"
+#include "espnn/platform.h"
+#include "freertos/FreeRTOS.h"
+#include "freertos/task.h"
+#include "sdkconfig.h"
+
+#if CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED
+// EMBED_FILES symbols; ESP-IDF gives them no particular alignment (the
+// runner copies models that are not 16-byte aligned).
+extern const uint8_t espnn_bundle_start[] asm("_binary_espnn_bundle_bin_start");
+extern const uint8_t espnn_bundle_end[] asm("_binary_espnn_bundle_bin_end");
+#endif
+
+namespace {
+
+using espnn::bundle::PalPlatformConfig;
+using espnn::bundle::RunnerOptions;
+using espnn::bundle::WeightPlacement;
+
+// Custom partition type of partitions.csv (0x40..0xFE are free for apps).
+constexpr esp_partition_type_t kBundlePartitionType = (esp_partition_type_t)0x40;
+
+void BundleError(const char* msg) {
+  printf("ESPNN_BUNDLE_ERROR v=1 msg=%s\nESPNN_END v=1 cases=0 passed=0 failed=1\n", msg);
+  fflush(stdout);
+}
+
+// Lets IDLE (task watchdog) and lower-priority tasks run during long suites.
+void YieldOneTick() { vTaskDelay(1); }
+
+struct BundleView {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+#if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION
+  esp_partition_mmap_handle_t handle = 0;
+  bool mapped = false;
+#endif
+};
+
+bool LocateBundle(BundleView* v) {
+#if CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED
+  v->data = espnn_bundle_start;
+  v->size = (size_t)(espnn_bundle_end - espnn_bundle_start);
+  return true;
+#else
+  const esp_partition_t* part = esp_partition_find_first(
+      kBundlePartitionType, ESP_PARTITION_SUBTYPE_ANY, CONFIG_ESPNN_RUNNER_PARTITION_LABEL);
+  if (part == nullptr) {
+    BundleError("no partition labelled '" CONFIG_ESPNN_RUNNER_PARTITION_LABEL
+                "' of type 0x40 (see partitions.csv)");
+    return false;
+  }
+  // Map only the bundle, not the whole partition (MMU pages are scarce).
+  uint8_t header[espnn::bundle::kHeaderSize];
+  if (esp_partition_read(part, 0, header, sizeof(header)) != ESP_OK) {
+    BundleError("cannot read the bundle partition");
+    return false;
+  }
+  const uint32_t size = espnn::bundle::PeekBundleSize(header, sizeof(header));
+  if (size == 0) {
+    BundleError("the bundle partition holds no XTSB bundle; write one with "
+                "idf.py -DESPNN_BUNDLE=/abs/path/bundle.bin bundle-flash");
+    return false;
+  }
+  if (size > part->size) {
+    BundleError("bundle_size exceeds the bundle partition");
+    return false;
+  }
+  const void* ptr = nullptr;
+  if (esp_partition_mmap(part, 0, size, ESP_PARTITION_MMAP_DATA, &ptr, &v->handle) != ESP_OK) {
+    BundleError("esp_partition_mmap of the bundle failed");
+    return false;
+  }
+  v->mapped = true;
+  v->data = (const uint8_t*)ptr;  // MMU page aligned: models run in place
+  v->size = size;
+  return true;
+#endif
+}
+
+}  // namespace
 
 extern "C" void app_main(void) {
-  printf("executorch-espnn runner: XTS3 format version %u\n",
-         (unsigned)espnn::xts3::kFormatVersion);
+  espnn_pal_init();
+  BundleView bundle;
+  if (!LocateBundle(&bundle)) return;
+
+  PalPlatformConfig config;
+#if CONFIG_ESPNN_MEMORY_PSRAM_FIRST
+  config.activations = ESPNN_MEM_PSRAM_FIRST;
+#else
+  config.activations = ESPNN_MEM_INTERNAL_FIRST;
+#endif
+#if CONFIG_ESPNN_WEIGHTS_COPY_PSRAM
+  config.weights = ESPNN_MEM_PSRAM_FIRST;
+#else
+  config.weights = ESPNN_MEM_INTERNAL_FIRST;
+#endif
+  config.idle_yield_us = 500000;
+  config.yield = YieldOneTick;
+
+  void* pool = nullptr;
+#if CONFIG_ESPNN_MEMORY_RUNTIME_ALLOCATOR
+  // Reserved once, as ExecuTorch's method pool would be.
+  const size_t pool_bytes = (size_t)CONFIG_ESPNN_RUNNER_POOL_KB * 1024u;
+#if CONFIG_ESPNN_RUNNER_POOL_PSRAM
+  pool = espnn_pal_malloc(pool_bytes, ESPNN_MEM_PSRAM_ONLY);
+#else
+  pool = espnn_pal_malloc(pool_bytes, ESPNN_MEM_INTERNAL_FIRST);
+#endif
+  if (pool == nullptr) {
+    BundleError("cannot reserve the arena pool (lower ESPNN_RUNNER_POOL_KB)");
+    return;
+  }
+  config.pool = pool;
+  config.pool_bytes = pool_bytes;
+#endif
+
+  RunnerOptions options;
+  options.default_runs = CONFIG_ESPNN_RUNNER_DEFAULT_RUNS;
+#if CONFIG_ESPNN_WEIGHTS_IN_PLACE
+  options.weights = WeightPlacement::kInPlace;
+#else
+  options.weights = WeightPlacement::kCopy;
+#endif
+
+  espnn::bundle::PalRunnerPlatform platform(config);
+  espnn::bundle::RunBundle(bundle.data, bundle.size, platform, options);
+
+  espnn_pal_free(pool);
+#if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION
+  if (bundle.mapped) esp_partition_munmap(bundle.handle);
+#endif
+  // TODO(issue 4): .pte mode - load ExecuTorch .pte suites (portable kernels
+  // + EspNNBackend) with host-computed expected outputs and run them with the
+  // same verify-then-time rule and result lines.
 }

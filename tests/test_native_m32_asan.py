@@ -268,3 +268,34 @@ def test_blob_must_be_16_byte_aligned_in_memory(tools, corpus, variant, tmp_path
     # 16 bytes past a 16-byte boundary is aligned again: same as the binding.
     for f, e in _run_tool(tool, valid, "--misalign=16").items():
         assert e == expected[f]
+
+
+@pytest.fixture(scope="session")
+def hardening_corpus(tmp_path_factory) -> dict[str, Expected]:
+    """The defect-class blobs of tests/hardening/regression_blobs.py, written
+    like `corpus` above, with the 64-bit binding's verdict per file."""
+    from hardening import regression_blobs
+
+    d = tmp_path_factory.mktemp("hardening_corpus")
+    expected: dict[str, Expected] = {}
+    for c in regression_blobs.cases():
+        path = d / _file_name(f"{c.defect}.{c.name}")
+        path.write_bytes(c.blob)
+        exp, feeds = _binding_verdict(c.blob, zlib.crc32(c.name.encode()))
+        assert (exp.verdict == "OK") == (c.expect is None), f"{c.name}: {exp}"
+        if feeds is not None:
+            (d / (path.name + ".in")).write_bytes(b"".join(np.ascontiguousarray(f).tobytes() for f in feeds))
+        expected[str(path)] = exp
+    return expected
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_regression_blobs_match_the_64_bit_binding(tools, hardening_corpus, variant):
+    """Every defect class of tests/hardening/test_regressions.py, on -m32 and
+    under ASan/UBSan: same verdicts, messages and outputs as the binding."""
+    tool = _tool(tools, variant)
+    files = sorted(hardening_corpus)
+    got = _run_tool(tool, files)
+    diffs = [f"{Path(f).name}:\n  binding: {hardening_corpus[f]}\n  {variant.name}: {got[f]}"
+             for f in files if got[f] != hardening_corpus[f]]
+    assert not diffs, f"{len(diffs)} verdicts differ from the 64-bit binding:\n" + "\n".join(diffs[:20])

@@ -339,6 +339,67 @@ def param_mutations(v: ValidBlob) -> Iterator[Mutation]:
                            rf"^op {i} \({lay.op_name(i)}\): ")
 
 
+def lifetimes(summary: dict) -> dict[int, tuple[int, int]]:
+    """[first, last] step of every arena tensor that holds a value, as the
+    runtime's arena-plan rule defines it (SECURITY.md, item 7): graph inputs
+    are written at step -1, an op's outputs at its step; `last` is the last
+    step that reads the tensor, len(ops) for a graph output. Written here
+    from the format's definition, independently of parser.cpp."""
+    n = len(summary["ops"])
+    arena = {t["index"] for t in summary["tensors"] if t["memory"] == "ARENA"}
+    life = {t: (-1, -1) for t in summary["inputs"]}
+    for step, op in enumerate(summary["ops"]):
+        for t in op["outputs"]:
+            life[t] = (step, step)
+        for t in op["inputs"]:
+            if t in arena:
+                life[t] = (life[t][0], max(life[t][1], step))
+    for t in summary["outputs"]:
+        life[t] = (life[t][0], n)
+    return life
+
+
+def plan_conflicts(summary: dict, offsets: dict[int, int]) -> list[tuple[int, int]]:
+    """Pairs of tensors whose lifetimes intersect and whose arena bytes
+    overlap (for graphs without RESHAPE, the one op that may alias)."""
+    assert all(op["op"] != "RESHAPE" for op in summary["ops"])
+    life = lifetimes(summary)
+    nbytes = {t["index"]: t["nbytes"] for t in summary["tensors"]}
+    ts = sorted(life)
+    out = []
+    for i, a in enumerate(ts):
+        for b in ts[i + 1:]:
+            (fa, la), (fb, lb) = life[a], life[b]
+            if fa <= lb and fb <= la and offsets[a] < offsets[b] + nbytes[b] and offsets[b] < offsets[a] + nbytes[a]:
+                out.append((a, b))
+    return out
+
+
+def arena_plan_mutations(v: ValidBlob) -> Iterator[Mutation]:
+    """Every arena tensor moved onto every other's offset. Rejected, naming
+    the moved tensor, exactly when that makes two tensors with intersecting
+    lifetimes share bytes (or leaves the arena); accepted otherwise."""
+    summary = fmt.parse(v.blob)
+    lay = Layout(v.blob)
+    offsets = {t["index"]: t["offset"] for t in summary["tensors"] if t["memory"] == "ARENA"}
+    assert not plan_conflicts(summary, offsets), f"{v.name}: the writer's own plan conflicts"
+    live = sorted(lifetimes(summary))
+    for t in live:
+        nbytes = summary["tensors"][t]["nbytes"]
+        for u in live:
+            if u == t or offsets[u] == offsets[t]:
+                continue
+            moved = {**offsets, t: offsets[u]}
+            blob = patch(v.blob, lay.tensor(t) + fmt.TENSOR_FIELDS["offset"], "I", offsets[u])
+            if offsets[u] + nbytes > summary["arena_bytes"]:
+                expect = rf"^tensor {t}: arena bytes \[{offsets[u]}, \+{nbytes}\) exceed arena_size"
+            elif plan_conflicts(summary, moved):
+                expect = rf"^arena plan: .*\btensor {t}\b"
+            else:
+                expect = None
+            yield Mutation(f"{v.name}.arena.tensor{t}_onto_tensor{u}", blob, expect)
+
+
 def huge_field_mutations(v: ValidBlob) -> Iterator[Mutation]:
     """Every header, section table, tensor record, op record, OP_IO and graph
     I/O field set to huge and wrapping values."""
@@ -351,7 +412,8 @@ def huge_field_mutations(v: ValidBlob) -> Iterator[Mutation]:
 
 def corpus() -> Iterator[tuple[str, bytes]]:
     """Every blob the -m32/sanitizer test feeds the native tool: the valid
-    blobs, all their truncations, all huge-field and PARAMS mutations."""
+    blobs, all their truncations, all huge-field, PARAMS and arena-plan
+    mutations."""
     for v in valid_blobs():
         yield v.name, v.blob
         for n, b in truncations(v.blob):
@@ -359,6 +421,8 @@ def corpus() -> Iterator[tuple[str, bytes]]:
         for m in huge_field_mutations(v):
             yield m.name, m.blob
         for m in param_mutations(v):
+            yield m.name, m.blob
+        for m in arena_plan_mutations(v):
             yield m.name, m.blob
 
 

@@ -8,44 +8,15 @@ import numpy as np
 import torch
 
 from executorch_espnn import _native
+from executorch_espnn.host_run import run_edge_program
 
 
 def export(converted, example_inputs):
     return torch.export.export(converted, example_inputs)
 
 
-class DelegateInterpreter(torch.fx.Interpreter):
-    """Executes an Edge graph: executorch_call_delegate through
-    _native.Program(processed_bytes).run(...), other nodes as Python ops."""
-
-    def __init__(self, gm):
-        super().__init__(gm)
-        self.delegate_calls = 0
-
-    def call_function(self, target, args, kwargs):
-        if getattr(target, "__name__", "") == "executorch_call_delegate":
-            lowered = args[0]
-            feeds = [np.ascontiguousarray(a.detach().numpy()) for a in args[1:]]
-            outs = _native.Program(lowered.processed_bytes).run(feeds)
-            self.delegate_calls += 1
-            return tuple(torch.from_numpy(np.asarray(o)) for o in outs)
-        return super().call_function(target, args, kwargs)
-
-
 def run_lowered(edge_manager, inputs, method="forward"):
-    ep = edge_manager.exported_program(method)
-    feeds, user = [], iter(inputs)
-    for spec in ep.graph_signature.input_specs:
-        kind = spec.kind.name
-        if kind == "USER_INPUT":
-            feeds.append(next(user))
-        elif spec.target in ep.state_dict:
-            feeds.append(ep.state_dict[spec.target])
-        else:
-            feeds.append(ep.constants[spec.target])
-    interp = DelegateInterpreter(ep.graph_module)
-    out = interp.run(*feeds)
-    return list(out) if isinstance(out, (list, tuple)) else [out], interp.delegate_calls
+    return run_edge_program(edge_manager, inputs, method)
 
 
 def output_scales(converted):

@@ -255,9 +255,11 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
 // Set of tensors whose value exists at a point of the execution order.
 struct TensorBitset {
   uint8_t bits[kMaxTensors / 8];
-  TensorBitset() { memset(bits, 0, sizeof(bits)); }
+  TensorBitset() { clear(); }
+  void clear() { memset(bits, 0, sizeof(bits)); }
   bool has(uint32_t i) const { return (bits[i >> 3] >> (i & 7)) & 1; }
   void add(uint32_t i) { bits[i >> 3] = (uint8_t)(bits[i >> 3] | (1u << (i & 7))); }
+  void remove(uint32_t i) { bits[i >> 3] = (uint8_t)(bits[i >> 3] & ~(1u << (i & 7))); }
 };
 
 Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_count,
@@ -333,6 +335,113 @@ Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_c
   if (!s.ok()) {
     return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): %s", (unsigned)op.index, d->name,
                          s.message());
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- arena plan
+// The AOT planner stores every arena tensor's offset in the blob; nothing at
+// run time re-plans. A plan in which an op writes its output over bytes that
+// another tensor still needs would make Invoke return wrong numbers without
+// any error, so the parser proves the plan safe:
+//
+//   * graph inputs are written by the caller before Invoke: their ranges are
+//     pairwise disjoint;
+//   * when op i writes output o, the bytes of o are disjoint from every
+//     tensor that is live across op i: op i's own inputs (read while o is
+//     written), op i's other outputs, and every tensor read by a later op or
+//     returned as a graph output (graph outputs are live to the end).
+//
+// Two tensors whose lifetimes [written, last read] intersect always meet in
+// one of these checks (the later-written one is checked at its writing op
+// against the earlier one), so this covers every pair. Liveness is computed
+// backwards over the ops with one bitset (the caller's, kMaxTensors bits):
+// no heap and O(#outputs x #tensors) time.
+//
+// The one alias allowed: RESHAPE's output may occupy exactly the bytes of
+// its input (a view; the kernel then copies nothing). It may then also
+// coincide exactly with other live tensors of that very range: by induction
+// on the writing order those are views of the same bytes too, since any
+// other exact coincidence was rejected when it was written.
+struct ArenaRange {
+  uint32_t begin, end;  // [begin, end) in the arena; end <= arena_size < 2^31
+};
+
+ArenaRange RangeOf(const TensorInfo& t) { return {t.offset, t.offset + t.nbytes}; }
+
+bool Overlap(ArenaRange a, ArenaRange b) { return a.begin < b.end && b.begin < a.end; }
+bool Same(ArenaRange a, ArenaRange b) { return a.begin == b.begin && a.end == b.end; }
+
+Status OverlapError(const OpInfo& op, uint32_t k, uint16_t o, ArenaRange ro, uint16_t t,
+                    ArenaRange rt, const char* why) {
+  return Status::Error(StatusCode::kInvalidBlob,
+                       "arena plan: op %u (%s) output %u (tensor %u, arena [%u, +%u)) overlaps "
+                       "tensor %u (arena [%u, +%u)), %s",
+                       (unsigned)op.index, OpcodeName(op.opcode), (unsigned)k, (unsigned)o,
+                       (unsigned)ro.begin, (unsigned)(ro.end - ro.begin), (unsigned)t,
+                       (unsigned)rt.begin, (unsigned)(rt.end - rt.begin), why);
+}
+
+Status CheckArenaPlan(const Model& m, TensorBitset* live) {
+  for (uint32_t a = 0; a < m.num_inputs(); ++a)
+    for (uint32_t b = a + 1; b < m.num_inputs(); ++b) {
+      const ArenaRange ra = RangeOf(m.tensor(m.input(a))), rb = RangeOf(m.tensor(m.input(b)));
+      if (Overlap(ra, rb))
+        return Status::Error(StatusCode::kInvalidBlob,
+                             "arena plan: graph input %u (tensor %u, arena [%u, +%u)) overlaps "
+                             "graph input %u (tensor %u, arena [%u, +%u))",
+                             (unsigned)a, (unsigned)m.input(a), (unsigned)ra.begin,
+                             (unsigned)(ra.end - ra.begin), (unsigned)b, (unsigned)m.input(b),
+                             (unsigned)rb.begin, (unsigned)(rb.end - rb.begin));
+    }
+
+  // The parser has checked that graph outputs, op outputs and the op inputs
+  // that are not constants are arena tensors with valid indices.
+  live->clear();
+  for (uint32_t i = 0; i < m.num_outputs(); ++i) live->add(m.output(i));
+  const uint32_t n_tensors = m.num_tensors();
+  for (uint32_t i = m.num_ops(); i-- > 0;) {
+    const OpInfo op = m.op(i);
+    for (uint32_t k = 0; k < op.num_outputs; ++k) {
+      const uint16_t o = op.outputs[k];
+      const ArenaRange ro = RangeOf(m.tensor(o));
+      bool view = false;
+      if (op.opcode == Opcode::RESHAPE) {
+        const TensorInfo in = m.tensor(op.inputs[0]);
+        view = in.memory == Memory::ARENA && Same(RangeOf(in), ro);
+      }
+      for (uint32_t j = 0; j < op.num_inputs; ++j) {
+        const uint16_t t = op.inputs[j];
+        if (t == kNoTensor || t == o) continue;
+        const TensorInfo ti = m.tensor(t);
+        if (ti.memory != Memory::ARENA) continue;
+        const ArenaRange rt = RangeOf(ti);
+        if (Overlap(ro, rt) && !(view && Same(ro, rt)))
+          return OverlapError(op, k, o, ro, t, rt, "an input of the same op");
+      }
+      for (uint32_t j = k + 1; j < op.num_outputs; ++j) {
+        const uint16_t t = op.outputs[j];
+        const ArenaRange rt = RangeOf(m.tensor(t));
+        if (t != o && Overlap(ro, rt))
+          return OverlapError(op, k, o, ro, t, rt, "another output of the same op");
+      }
+      // Tensors live after op i; skip 8 dead tensors at a time.
+      for (uint32_t byte = 0; byte * 8 < n_tensors; ++byte) {
+        if (live->bits[byte] == 0) continue;
+        for (uint32_t t = byte * 8; t < byte * 8 + 8 && t < n_tensors; ++t) {
+          if (t == o || !live->has(t)) continue;
+          const ArenaRange rt = RangeOf(m.tensor(t));
+          if (Overlap(ro, rt) && !(view && Same(ro, rt)))
+            return OverlapError(op, k, o, ro, (uint16_t)t, rt,
+                                "still live (read by a later op or a graph output)");
+        }
+      }
+    }
+    for (uint32_t k = 0; k < op.num_outputs; ++k) live->remove(op.outputs[k]);
+    for (uint32_t j = 0; j < op.num_inputs; ++j) {
+      const uint16_t t = op.inputs[j];
+      if (t != kNoTensor && m.tensor(t).memory == Memory::ARENA) live->add(t);
+    }
   }
   return Status::Ok();
 }
@@ -498,6 +607,8 @@ Status ParseModel(const void* data, size_t size, Model* out) {
                            "graph output %u (tensor %u) is not written by any op or graph input",
                            (unsigned)i, (unsigned)t);
   }
+  // `defined` is not needed any more: it becomes the live set.
+  ESPNN_RETURN_IF_ERROR(CheckArenaPlan(m, &defined));
   *out = m;
   return Status::Ok();
 }

@@ -1,0 +1,132 @@
+"""Regenerates the checked-in seed corpora of the fuzz targets:
+
+    PYTHONPATH=<dir with executorch_espnn and its _native> python host/fuzz/make_corpus.py
+
+host/fuzz/corpus/run/    accepted graphs small enough for fuzz_run (arena and
+                         scratch <= 256 KiB): the graphs of tests/op_corpus.py
+                         (together they use every opcode), the valid blobs of
+                         tests/xts3_mutations.py, and the smallest single-op
+                         graphs that tests/ops builds, one per opcode, and the
+                         accepted blobs of tests/hardening/regression_blobs.py
+                         (grouped conv, depthwise multipliers, 16 graph I/O).
+host/fuzz/corpus/parse/  the same, plus the hand-built rejected blobs of
+                         tests/hardening/regression_blobs.py (the two smallest
+                         of each defect class, so the fuzzer starts next to
+                         every check that once mattered).
+
+The single-op graphs are collected by running tests/ops under pytest with
+_native.Program wrapped to record every blob it is given. The output is
+deterministic (fixed test seeds, sorted selection); the script replaces the
+directories' contents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "host" / "fuzz" / "corpus"
+FUZZ_RUN_CAP = 256 << 10  # kMaxFuzzArena / kMaxFuzzScratch in fuzz_run.cpp
+PER_OPCODE = 1
+REJECTED_PER_CLASS = 2
+MAX_SEED_BYTES = 4096
+
+sys.path.insert(0, str(REPO / "tests"))
+
+import pytest  # noqa: E402
+
+from executorch_espnn import _native  # noqa: E402
+
+
+def _accepted(blob: bytes):
+    """(opcode names, arena, scratch) if the parser accepts blob, else None."""
+    try:
+        p = _native.Program(blob)
+    except ValueError:
+        return None
+    ops = tuple(sorted({o["op"] for o in _native.parse(blob)["ops"]}))
+    return ops, p.arena_bytes, p.scratch_bytes
+
+
+class _Recorder:
+    """pytest plugin: records every blob handed to _native.Program."""
+
+    def __init__(self):
+        self.blobs: list[bytes] = []
+        self._orig = _native.Program
+
+    def pytest_sessionstart(self, session):
+        orig, blobs = self._orig, self.blobs
+
+        def recording(blob, *a, **kw):
+            blobs.append(bytes(blob))
+            return orig(blob, *a, **kw)
+
+        _native.Program = recording
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        _native.Program = self._orig
+
+
+def _single_op_graphs() -> list[tuple[str, bytes]]:
+    rec = _Recorder()
+    rc = pytest.main(["-q", "-p", "no:cacheprovider", "-x", "--no-header", "-o", "addopts=",
+                      str(REPO / "tests" / "ops")], plugins=[rec])
+    if rc != 0:
+        raise SystemExit(f"tests/ops failed (exit {rc}); fix them before regenerating the corpus")
+    by_op: dict[str, list[bytes]] = {}
+    seen = set()
+    for blob in rec.blobs:
+        h = hashlib.sha256(blob).digest()
+        if h in seen:
+            continue
+        seen.add(h)
+        info = _accepted(blob)
+        if info is None or len(info[0]) != 1:
+            continue
+        ops, arena, scratch = info
+        if arena > FUZZ_RUN_CAP or scratch > FUZZ_RUN_CAP:
+            continue
+        by_op.setdefault(ops[0], []).append(blob)
+    out = []
+    for op in sorted(by_op):
+        # Smallest first (cheap to mutate); ties broken by content for determinism.
+        for k, blob in enumerate(sorted(by_op[op], key=lambda b: (len(b), b))[:PER_OPCODE]):
+            out.append((f"op_{op}_{k}", blob))
+    return out
+
+
+def main() -> None:
+    import op_corpus
+    import xts3_mutations as xm
+    from hardening import regression_blobs
+
+    accepted = [(f"graph_{n}", b) for n, b in op_corpus.op_graphs()]
+    accepted += [(f"valid_{v.name}", v.blob) for v in xm.valid_blobs()]
+    accepted += _single_op_graphs()
+    accepted += [(f"accept_{c.defect}_{c.name}", c.blob) for c in regression_blobs.cases()
+                 if c.expect is None and len(c.blob) <= MAX_SEED_BYTES]
+    for name, blob in accepted:
+        info = _accepted(blob)
+        assert info is not None, f"{name} is not accepted by the parser"
+    rejected = []
+    for defect in regression_blobs.DEFECT_CLASSES:
+        small = sorted((c for c in regression_blobs.cases(defect)
+                        if c.expect is not None and len(c.blob) <= MAX_SEED_BYTES), key=lambda c: (len(c.blob), c.name))
+        rejected += [(f"reject_{defect}_{c.name}", c.blob) for c in small[:REJECTED_PER_CLASS]]
+
+    corpora = {"run": accepted, "parse": accepted + rejected}
+    for target, items in corpora.items():
+        d = CORPUS / target
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        for name, blob in items:
+            (d / f"{name}.xts3").write_bytes(blob)
+        print(f"{d.relative_to(REPO)}: {len(items)} files, {sum(len(b) for _, b in items)} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""XTSB test bundles for the board runner (``main/``): XTS3 models with their
+inputs and the outputs the host runtime computes for them.
+
+The device checks every output byte against these expected outputs before it
+times anything, so a bundle is how "the chip computes exactly what the host
+computes" is tested. Byte layout: docs/firmware.md, section "Bundle format";
+the C++ side is ``components/espnn_runtime/include/espnn/bundle.h``
+(``tests/firmware`` checks that the constants below match it).
+
+    python -m executorch_espnn.bundle demo -o bundle.bin      # the self-check CNN
+    python -m executorch_espnn.bundle pack a.xts3 b.xts3 -o bundle.bin
+    python -m executorch_espnn.bundle inspect bundle.bin
+    python -m executorch_espnn.bundle results monitor.log     # result lines -> JSON
+
+Python API: :class:`BundleCase`, :func:`make_case`, :func:`write_bundle`,
+:func:`read_bundle`, :func:`parse_results`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import struct
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+MAGIC = 0x42535458  # b"XTSB"
+VERSION = 1
+HEADER_SIZE = 32
+CASE_RECORD_SIZE = 48
+PAYLOAD_ALIGNMENT = 16
+MAX_CASES = 1024
+MAX_NAME_BYTES = 64
+MAX_RUNS = 1_000_000
+
+# Byte offsets of the header and case-record fields (bundle.h).
+HEADER_FIELDS = {"magic": 0, "version": 4, "header_size": 6, "bundle_size": 8, "flags": 12,
+                 "case_count": 16, "case_table": 20, "crc32": 24, "reserved": 28}
+CASE_FIELDS = {"name_offset": 0, "name_size": 4, "model_offset": 8, "model_size": 12, "inputs_offset": 16,
+               "inputs_size": 20, "expected_offset": 24, "expected_size": 28, "runs": 32, "flags": 36,
+               "reserved0": 40, "reserved1": 44}
+_HEADER = struct.Struct("<IHHIIIIII")
+_CASE = struct.Struct("<12I")
+assert _HEADER.size == HEADER_SIZE and _CASE.size == CASE_RECORD_SIZE
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
+_NP_DTYPES = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}
+
+
+@dataclass
+class BundleCase:
+    """One test case. ``inputs``/``expected`` are the graph inputs/outputs in
+    order; each is written as its little-endian bytes. ``expected=None``
+    means "what the host runtime computes" (filled in by :func:`make_case`).
+    ``runs=0`` lets the runner use its default (Kconfig)."""
+
+    name: str
+    model: bytes
+    inputs: list[np.ndarray]
+    expected: list[np.ndarray] | None = None
+    runs: int = 0
+
+
+def _native():
+    from . import _native as native  # the device runtime built for the host
+
+    return native
+
+
+def default_inputs(model: bytes, seed: int = 0) -> list[np.ndarray]:
+    """Deterministic inputs of the graph's dtypes and shapes: int8 over the
+    full range, float32 ~ N(0, 4), int32 over a wide range."""
+    summary = _native().parse(model)
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for t in (summary["tensors"][i] for i in summary["inputs"]):
+        shape, dtype = tuple(t["shape"]), t["dtype"]
+        if dtype == "INT8":
+            a = rng.integers(-128, 128, shape).astype(np.int8)
+        elif dtype == "FLOAT32":
+            a = (rng.standard_normal(shape) * 4).astype(np.float32)
+        else:
+            a = rng.integers(-(2**31), 2**31, shape).astype(np.int32)
+        feeds.append(a)
+    return feeds
+
+
+def make_case(name: str, model: bytes, inputs: Sequence[np.ndarray] | None = None, *, seed: int = 0,
+              runs: int = 0) -> BundleCase:
+    """A case whose expected outputs are computed by the host build of the
+    device runtime (``executorch_espnn._native``): the device must reproduce
+    them bit for bit. Raises ValueError if the host parser rejects the model."""
+    feeds = list(inputs) if inputs is not None else default_inputs(model, seed)
+    expected = [np.asarray(o) for o in _native().run(model, feeds)]
+    return BundleCase(name, bytes(model), [np.asarray(f) for f in feeds], expected, runs)
+
+
+def _le_bytes(arrays: Iterable[np.ndarray]) -> bytes:
+    out = bytearray()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        out += a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+    return bytes(out)
+
+
+def _align(n: int, a: int = PAYLOAD_ALIGNMENT) -> int:
+    return (n + a - 1) // a * a
+
+
+def write_bundle(cases: Sequence[BundleCase]) -> bytes:
+    """Serializes cases into an XTSB bundle (16-byte aligned payloads,
+    identical models stored once, CRC-32 over everything after the header)."""
+    if not 1 <= len(cases) <= MAX_CASES:
+        raise ValueError(f"a bundle holds 1..{MAX_CASES} cases, got {len(cases)}")
+    names = [c.name for c in cases]
+    for c in cases:
+        if not _NAME_RE.fullmatch(c.name):
+            raise ValueError(f"case name {c.name!r}: 1..{MAX_NAME_BYTES} characters of [A-Za-z0-9_.-]")
+        if not 0 <= c.runs <= MAX_RUNS:
+            raise ValueError(f"case {c.name}: runs {c.runs} not in 0..{MAX_RUNS}")
+        if c.expected is None:
+            raise ValueError(f"case {c.name}: no expected outputs (use make_case)")
+        if not c.model:
+            raise ValueError(f"case {c.name}: empty model")
+    if len(set(names)) != len(names):
+        raise ValueError("case names must be unique")
+
+    table = HEADER_SIZE
+    pos = table + CASE_RECORD_SIZE * len(cases)
+    body: list[tuple[int, bytes]] = []  # (offset, bytes)
+
+    def place(data: bytes, alignment: int) -> int:
+        nonlocal pos
+        pos = _align(pos, alignment)
+        off = pos
+        body.append((off, data))
+        pos += len(data)
+        return off
+
+    name_offsets = [place(n.encode("ascii"), 1) for n in names]
+    model_offsets: dict[bytes, int] = {}
+    records = []
+    for c, name_off in zip(cases, name_offsets):
+        if c.model not in model_offsets:
+            model_offsets[c.model] = place(c.model, PAYLOAD_ALIGNMENT)
+        ins, exp = _le_bytes(c.inputs), _le_bytes(c.expected)
+        records.append((name_off, len(c.name), model_offsets[c.model], len(c.model),
+                        place(ins, PAYLOAD_ALIGNMENT), len(ins), place(exp, PAYLOAD_ALIGNMENT), len(exp),
+                        c.runs, 0, 0, 0))
+    size = _align(pos)
+    blob = bytearray(size)
+    for i, r in enumerate(records):
+        _CASE.pack_into(blob, table + i * CASE_RECORD_SIZE, *r)
+    for off, data in body:
+        blob[off:off + len(data)] = data
+    crc = zlib.crc32(bytes(blob[HEADER_SIZE:]))
+    _HEADER.pack_into(blob, 0, MAGIC, VERSION, HEADER_SIZE, size, 0, len(cases), table, crc, 0)
+    return bytes(blob)
+
+
+def read_bundle(data: bytes) -> list[dict]:
+    """Decodes a bundle into case dicts (name, model, inputs, expected, runs)
+    with raw payload bytes; checks magic, version, size and CRC. For tools and
+    tests; the device's parser (bundle.cpp) is the authority."""
+    if len(data) < HEADER_SIZE:
+        raise ValueError("shorter than the header")
+    magic, version, hsize, size, flags, count, table, crc, _ = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC or version != VERSION or hsize != HEADER_SIZE:
+        raise ValueError("not an XTSB version 1 bundle")
+    if size > len(data) or zlib.crc32(data[HEADER_SIZE:size]) != crc:
+        raise ValueError("truncated bundle or CRC mismatch")
+    cases = []
+    for i in range(count):
+        r = _CASE.unpack_from(data, table + i * CASE_RECORD_SIZE)
+        cases.append({"name": data[r[0]:r[0] + r[1]].decode("ascii"), "model": data[r[2]:r[2] + r[3]],
+                      "inputs": data[r[4]:r[4] + r[5]], "expected": data[r[6]:r[6] + r[7]], "runs": r[8],
+                      "model_offset": r[2]})
+    return cases
+
+
+# ----------------------------------------------------------------- result lines
+_RESULT_PREFIXES = ("ESPNN_BEGIN", "ESPNN_RESULT", "ESPNN_END", "ESPNN_BUNDLE_ERROR")
+
+
+def _value(v: str):
+    if re.fullmatch(r"\d+", v):
+        return int(v)
+    if re.fullmatch(r"\d+\.\d+", v):
+        return float(v)
+    return None if v == "na" else v
+
+
+def parse_result_line(line: str) -> dict | None:
+    """One runner line -> {"kind": "RESULT", "case": ..., ...}; None for other
+    lines. Numbers become int/float, "na" None; ``msg`` takes the rest of
+    the line. Tolerates a prefix before the record (serial monitors add
+    timestamps)."""
+    m = re.search(r"(ESPNN_BEGIN|ESPNN_RESULT|ESPNN_END|ESPNN_BUNDLE_ERROR) (.*)$", line.rstrip("\r\n"))
+    if not m:
+        return None
+    rec: dict = {"kind": m.group(1)[len("ESPNN_"):]}
+    rest = m.group(2)
+    msg = re.search(r"(?:^| )msg=(.*)$", rest)
+    if msg:
+        rec["msg"] = msg.group(1)
+        rest = rest[:msg.start()]
+    for tok in rest.split():
+        key, sep, val = tok.partition("=")
+        if sep:
+            rec[key] = val if key == "case" else _value(val)
+    return rec
+
+
+def parse_results(text: str) -> list[dict]:
+    """Every runner record in a console log, in order."""
+    return [r for r in map(parse_result_line, text.splitlines()) if r is not None]
+
+
+# ----------------------------------------------------------------- CLI
+def _demo_cases(runs: int) -> list[BundleCase]:
+    from . import selfcheck
+
+    blob = selfcheck.build(np.random.default_rng(2026))[0]
+    return [make_case("selfcheck_cnn", blob, seed=1, runs=runs)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m executorch_espnn.bundle", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="bundle with the self-check CNN")
+    d.add_argument("-o", "--output", required=True, type=Path)
+    d.add_argument("--runs", type=int, default=0)
+    p = sub.add_parser("pack", help="bundle XTS3 files (random inputs, host-computed expected outputs)")
+    p.add_argument("models", nargs="+", type=Path)
+    p.add_argument("-o", "--output", required=True, type=Path)
+    p.add_argument("--runs", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    i = sub.add_parser("inspect", help="list a bundle's cases")
+    i.add_argument("bundle", type=Path)
+    r = sub.add_parser("results", help="runner result lines of a console log as JSON")
+    r.add_argument("log", type=Path)
+    args = ap.parse_args(argv)
+
+    if args.cmd in ("demo", "pack"):
+        if args.cmd == "demo":
+            cases = _demo_cases(args.runs)
+        else:
+            cases = [make_case(re.sub(r"[^A-Za-z0-9_.-]", "_", m.stem)[:MAX_NAME_BYTES], m.read_bytes(),
+                               seed=args.seed + k, runs=args.runs) for k, m in enumerate(args.models)]
+        data = write_bundle(cases)
+        args.output.write_bytes(data)
+        print(f"wrote {args.output}: {len(cases)} case(s), {len(data)} bytes")
+    elif args.cmd == "inspect":
+        for c in read_bundle(args.bundle.read_bytes()):
+            print(f"{c['name']}: model {len(c['model'])} B at {c['model_offset']}, inputs {len(c['inputs'])} B, "
+                  f"expected {len(c['expected'])} B, runs {c['runs'] or 'default'}")
+    else:
+        json.dump(parse_results(args.log.read_text(errors="replace")), sys.stdout, indent=1)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+// The board runner's shell for the host and for xtensa-sim (QEMU, Xtensa
+// lx106): the same portable runner core as main/ (espnn::bundle::RunBundle
+// over PalRunnerPlatform), with files instead of a flash partition.
+//
+//   bundle_runner [OPTIONS] [BUNDLE...]
+//     BUNDLE            bundle file; without one, the bundle linked into the
+//                       program (xtensa-sim --embed FILE=espnn_test_bundle,
+//                       16-byte aligned in ROM, like data in flash). With
+//                       several, each run is preceded by "BUNDLE_FILE <path>".
+//     --runs=N          timed runs for cases whose record says 0 (default 3)
+//     --weights=inplace|copy
+//     --pool=BYTES      arena/scratch from one pool ("runtime allocator")
+//     --alloc-limit=BYTES  cap on live espnn_pal_malloc bytes (OOM tests)
+//     --misalign=N      load the file N bytes past a 16-byte boundary
+//     --no-clock        report no cycle counter or clock (timing fields "na";
+//                       makes instruction counts exactly repeatable)
+//     --selftest        run the platform layer's checks instead
+//     --print-format    print the bundle format constants (drift test)
+//     --hello           run the component's examples/hello app_main instead
+//     --unaligned-probe load an int32 from an odd address (on Xtensa this
+//                       must trap: the control for the alignment tests)
+//
+// Exit status: 0 all cases passed, 1 a case or the bundle failed, 2 usage or
+// I/O error, 3 self-test failure.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "espnn/bundle.h"
+#include "espnn/bundle_runner.h"
+#include "espnn/platform.h"
+#include "stdio_pal.h"
+
+int RunPlatformSelftest();                // platform_selftest.cpp
+extern "C" void app_main(void);           // components/espnn_runtime/examples/hello/main/hello.cpp
+
+extern "C" {
+// Present only when the build embedded a bundle (weak: 0 otherwise).
+extern const uint8_t espnn_test_bundle[] __attribute__((weak));
+extern const uint8_t espnn_test_bundle_end[] __attribute__((weak));
+}
+
+namespace {
+
+bool ParseU32(const char* s, uint32_t* out) {
+  char* end = nullptr;
+  const unsigned long v = strtoul(s, &end, 10);
+  if (end == s || *end != '\0' || v > 0xFFFFFFFFul) return false;
+  *out = (uint32_t)v;
+  return true;
+}
+
+// Reads a file into a malloc block; *data is 16-byte aligned + misalign.
+// (Not through espnn_pal_malloc, so --alloc-limit counts only the runner.)
+bool ReadFile(const char* path, uint32_t misalign, void** block, uint8_t** data, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  if (f == nullptr) return false;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return false;
+  }
+  void* raw = malloc((size_t)n + misalign + 16);
+  uint8_t* d = raw ? (uint8_t*)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u) + misalign : nullptr;
+  const bool ok = d != nullptr && fread(d, 1, (size_t)n, f) == (size_t)n;
+  fclose(f);
+  if (!ok) {
+    free(raw);
+    return false;
+  }
+  *block = raw;
+  *data = d;
+  *size = (size_t)n;
+  return true;
+}
+
+// A real 32-bit load from `p` (not inlined, so the compiler cannot see the
+// misalignment and split it into byte loads).
+__attribute__((noinline)) uint32_t Load32(const volatile uint8_t* p) {
+  return *(const volatile uint32_t*)p;
+}
+
+int UnalignedProbe() {
+  alignas(4) static volatile uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  printf("aligned load returned 0x%08lx\n", (unsigned long)Load32(bytes));
+  fflush(stdout);
+  printf("unaligned load returned 0x%08lx\n", (unsigned long)Load32(bytes + 1));
+  return 0;
+}
+
+void PrintFormat() {
+  using namespace espnn::bundle;
+  const struct {
+    const char* name;
+    uint32_t value;
+  } k[] = {{"MAGIC", kMagic},
+           {"VERSION", kVersion},
+           {"HEADER_SIZE", kHeaderSize},
+           {"HDR_MAGIC", kHdrMagic},
+           {"HDR_VERSION", kHdrVersion},
+           {"HDR_HEADER_SIZE", kHdrHeaderSize},
+           {"HDR_BUNDLE_SIZE", kHdrBundleSize},
+           {"HDR_FLAGS", kHdrFlags},
+           {"HDR_CASE_COUNT", kHdrCaseCount},
+           {"HDR_CASE_TABLE", kHdrCaseTable},
+           {"HDR_CRC32", kHdrCrc32},
+           {"HDR_RESERVED", kHdrReserved},
+           {"CASE_RECORD_SIZE", kCaseRecordSize},
+           {"CASE_NAME_OFFSET", kCaseNameOffset},
+           {"CASE_NAME_SIZE", kCaseNameSize},
+           {"CASE_MODEL_OFFSET", kCaseModelOffset},
+           {"CASE_MODEL_SIZE", kCaseModelSize},
+           {"CASE_INPUTS_OFFSET", kCaseInputsOffset},
+           {"CASE_INPUTS_SIZE", kCaseInputsSize},
+           {"CASE_EXPECTED_OFFSET", kCaseExpectedOffset},
+           {"CASE_EXPECTED_SIZE", kCaseExpectedSize},
+           {"CASE_RUNS", kCaseRuns},
+           {"CASE_FLAGS", kCaseFlags},
+           {"CASE_RESERVED0", kCaseReserved0},
+           {"CASE_RESERVED1", kCaseReserved1},
+           {"PAYLOAD_ALIGNMENT", kPayloadAlignment},
+           {"MAX_CASES", kMaxCases},
+           {"MAX_NAME_BYTES", kMaxNameBytes},
+           {"MAX_RUNS", kMaxRuns}};
+  for (const auto& e : k) printf("%s=%lu\n", e.name, (unsigned long)e.value);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  espnn_pal_init();
+  espnn::bundle::RunnerOptions options;
+  options.default_runs = 3;
+  espnn::bundle::PalPlatformConfig config;
+  uint32_t pool_bytes = 0, misalign = 0;
+  int first_path = 0, num_paths = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    uint32_t v = 0;
+    if (strncmp(a, "--runs=", 7) == 0 && ParseU32(a + 7, &v)) {
+      options.default_runs = v;
+    } else if (strcmp(a, "--weights=inplace") == 0) {
+      options.weights = espnn::bundle::WeightPlacement::kInPlace;
+    } else if (strcmp(a, "--weights=copy") == 0) {
+      options.weights = espnn::bundle::WeightPlacement::kCopy;
+    } else if (strncmp(a, "--pool=", 7) == 0 && ParseU32(a + 7, &v)) {
+      pool_bytes = v;
+    } else if (strncmp(a, "--alloc-limit=", 14) == 0 && ParseU32(a + 14, &v)) {
+      espnn_test_set_alloc_limit(v);
+    } else if (strncmp(a, "--misalign=", 11) == 0 && ParseU32(a + 11, &v) && v < 4096) {
+      misalign = v;
+    } else if (strcmp(a, "--no-clock") == 0) {
+      espnn_test_mask_caps(~(ESPNN_PAL_CAP_CYCLES | ESPNN_PAL_CAP_TIME));
+    } else if (strcmp(a, "--selftest") == 0) {
+      return RunPlatformSelftest() == 0 ? 0 : 3;
+    } else if (strcmp(a, "--hello") == 0) {
+      app_main();
+      return 0;
+    } else if (strcmp(a, "--unaligned-probe") == 0) {
+      return UnalignedProbe();
+    } else if (strcmp(a, "--print-format") == 0) {
+      PrintFormat();
+      return 0;
+    } else if (a[0] != '-' && (num_paths == 0 || first_path + num_paths == i)) {
+      if (num_paths++ == 0) first_path = i;
+    } else {
+      fprintf(stderr, "bundle_runner: bad argument %s\n", a);
+      return 2;
+    }
+  }
+
+  // The pool is taken before any bundle memory, as a firmware would reserve
+  // it at boot (ExecuTorch's method pool plays this role in .pte mode).
+  void* pool = nullptr;
+  if (pool_bytes > 0) {
+    pool = malloc(pool_bytes);  // deliberately only malloc-aligned: the pool aligns
+    if (pool == nullptr) {
+      fprintf(stderr, "bundle_runner: cannot allocate a %lu-byte pool\n",
+              (unsigned long)pool_bytes);
+      return 2;
+    }
+    config.pool = pool;
+    config.pool_bytes = pool_bytes;
+  }
+
+  espnn::bundle::PalRunnerPlatform platform(config);
+  int rc = 0;
+  if (num_paths == 0) {
+    if (espnn_test_bundle == nullptr) {
+      fprintf(stderr, "usage: bundle_runner [--runs=N] [--weights=inplace|copy] [--pool=BYTES] "
+                      "[--alloc-limit=BYTES] [--misalign=N] [--selftest] [--print-format] "
+                      "[BUNDLE...]\n");
+      free(pool);
+      return 2;
+    }
+    const espnn::bundle::RunSummary sum = espnn::bundle::RunBundle(
+        espnn_test_bundle, (size_t)(espnn_test_bundle_end - espnn_test_bundle), platform, options);
+    rc = sum.bundle_ok && sum.failed == 0 ? 0 : 1;
+  }
+  for (int k = 0; k < num_paths; ++k) {
+    const char* path = argv[first_path + k];
+    void* block = nullptr;
+    uint8_t* data = nullptr;
+    size_t size = 0;
+    if (!ReadFile(path, misalign, &block, &data, &size)) {
+      fprintf(stderr, "bundle_runner: cannot read %s\n", path);
+      free(pool);
+      return 2;
+    }
+    if (num_paths > 1) printf("BUNDLE_FILE %s\n", path);
+    const espnn::bundle::RunSummary sum = espnn::bundle::RunBundle(data, size, platform, options);
+    if (!(sum.bundle_ok && sum.failed == 0)) rc = 1;
+    free(block);
+  }
+  free(pool);
+  return rc;
+}

@@ -1,0 +1,225 @@
+"""The parser rejects an arena plan in which a tensor is written over bytes
+that another tensor still needs (parser.cpp, CheckArenaPlan).
+
+Lifetimes are in execution order: a graph input is live from the start, an
+op's output from its op, and every tensor until the last op that reads it;
+graph outputs are live to the end. Two tensors whose lifetimes intersect
+must not share arena bytes, with one exception: RESHAPE's output may occupy
+exactly its input's bytes (a view). The blobs are built by hand with fixed
+offsets (Xts3Writer.tensor(..., offset=...)); the arena-plan mutations of
+tests/xts3_mutations.py check the rule against an independent Python
+statement of it and also run through the -m32 and sanitizer builds.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import xts3_mutations as xm
+from executorch_espnn import _native
+from executorch_espnn import quant_params as qp
+from executorch_espnn.serialization import Xts3Writer
+
+MULT, SHIFT = 1 << 30, 1  # REQUANTIZE that is exactly the identity
+
+
+def requant(w: Xts3Writer, a: int, b: int, out_zp: int = 0) -> int:
+    return w.op("REQUANTIZE", [a], [b], input_zero_point=0, output_zero_point=out_zp, mult=MULT, shift=SHIFT)
+
+
+def add(w: Xts3Writer, a: int, b: int, out: int) -> int:
+    """out = a + b (zero points 0, all scales equal)."""
+    return w.op("ADD", [a, b], [out], input1_offset=0, input2_offset=0, output_offset=0, act_min=-128,
+                act_max=127, **qp.add_params(0.1, 0.1, 0.1))
+
+
+def rejected(blob: bytes) -> str:
+    with pytest.raises(ValueError) as e:
+        _native.Program(blob)
+    return str(e.value)
+
+
+X = np.array([1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16], np.int8)
+
+
+# ---------------------------------------------------------------- accepted plans
+def test_bytes_are_reused_once_a_tensor_is_dead():
+    """a -> b -> c -> d with a and c sharing bytes (a is dead once b exists)."""
+    w = Xts3Writer()
+    a, b, c, d = (w.tensor((16,), offset=o) for o in (0, 16, 0, 16))
+    requant(w, a, b, 1)
+    requant(w, b, c, 2)
+    requant(w, c, d, 3)
+    w.set_inputs([a])
+    w.set_outputs([d])
+    (out,) = _native.Program(w.to_bytes()).run([X])
+    np.testing.assert_array_equal(out, X + 6)
+
+
+def test_reshape_may_alias_its_input_exactly():
+    w = Xts3Writer()
+    a = w.tensor((4, 4), offset=0)
+    v1 = w.tensor((16,), offset=0)
+    v2 = w.tensor((2, 8), offset=0)  # a second view of the same bytes, live together with v1
+    s = w.tensor((16,), offset=16)
+    b = w.tensor((2, 8), offset=32)
+    w.op("RESHAPE", [a], [v1])
+    w.op("RESHAPE", [a], [v2])
+    add(w, v1, v1, s)
+    requant(w, v2, b)
+    w.set_inputs([a])
+    w.set_outputs([s, b, v1])
+    s_out, b_out, v1_out = _native.Program(w.to_bytes()).run([X.reshape(4, 4)])
+    np.testing.assert_array_equal(s_out, np.clip(2 * X.astype(int), -128, 127))
+    np.testing.assert_array_equal(b_out, X.reshape(2, 8))
+    np.testing.assert_array_equal(v1_out, X)
+
+
+def test_an_unread_graph_input_may_be_overwritten():
+    """Its value is never used after the caller wrote it."""
+    w = Xts3Writer()
+    a, unused = w.tensor((16,), offset=0), w.tensor((16,), offset=16)
+    b = w.tensor((16,), offset=16)
+    requant(w, a, b, 1)
+    w.set_inputs([a, unused])
+    w.set_outputs([b])
+    (out,) = _native.Program(w.to_bytes()).run([X, np.zeros(16, np.int8)])
+    np.testing.assert_array_equal(out, X + 1)
+
+
+# ---------------------------------------------------------------- rejected plans
+def test_output_over_a_tensor_a_later_op_reads():
+    w = Xts3Writer()
+    a, b = w.tensor((16,), offset=0), w.tensor((16,), offset=16)
+    c = w.tensor((16,), offset=0)  # over a, which the ADD still reads
+    d = w.tensor((16,), offset=32)
+    requant(w, a, b)
+    requant(w, b, c)
+    add(w, a, c, d)
+    w.set_inputs([a])
+    w.set_outputs([d])
+    assert rejected(w.to_bytes()) == (
+        f"arena plan: op 1 (REQUANTIZE) output 0 (tensor {c}, arena [0, +16)) overlaps tensor {a} "
+        "(arena [0, +16)), still live (read by a later op or a graph output)")
+
+
+def test_partial_overlap_is_an_overlap():
+    w = Xts3Writer()
+    a, b = w.tensor((32,), offset=0), w.tensor((16,), offset=32)
+    c = w.tensor((16,), offset=16)  # the upper half of a
+    d = w.tensor((32,), offset=48)
+    requant(w, b, c)
+    requant(w, a, d)
+    w.set_inputs([a, b])
+    w.set_outputs([c, d])
+    assert re.fullmatch(rf"arena plan: op 0 \(REQUANTIZE\) output 0 \(tensor {c}, arena \[16, \+16\)\) overlaps "
+                        rf"tensor {a} \(arena \[0, \+32\)\), still live .*", rejected(w.to_bytes()))
+
+
+def test_in_place_elementwise_is_rejected():
+    """Only RESHAPE may alias; an op's output over its own input is refused
+    (no kernel here promises in-place safety)."""
+    w = Xts3Writer()
+    a, b = w.tensor((16,), offset=0), w.tensor((16,), offset=0)
+    requant(w, a, b)
+    w.set_inputs([a])
+    w.set_outputs([b])
+    assert rejected(w.to_bytes()) == (f"arena plan: op 0 (REQUANTIZE) output 0 (tensor {b}, arena [0, +16)) "
+                                      f"overlaps tensor {a} (arena [0, +16)), an input of the same op")
+
+
+def test_reshape_may_not_overlap_its_input_partially():
+    w = Xts3Writer()
+    a, b = w.tensor((32,), offset=0), w.tensor((32,), offset=16)
+    w.op("RESHAPE", [a], [b])
+    w.set_inputs([a])
+    w.set_outputs([b])
+    assert "an input of the same op" in rejected(w.to_bytes())
+
+
+def test_reshape_view_may_not_be_overwritten_while_live():
+    w = Xts3Writer()
+    a, v = w.tensor((16,), offset=0), w.tensor((4, 4), offset=0)
+    c, d = w.tensor((16,), offset=16), w.tensor((4, 4), offset=0)
+    w.op("RESHAPE", [a], [v])
+    requant(w, a, c)
+    w.op("RESHAPE", [c], [d])  # d over v, which is a graph output
+    w.set_inputs([a])
+    w.set_outputs([v, d])
+    msg = rejected(w.to_bytes())
+    assert msg.startswith(f"arena plan: op 2 (RESHAPE) output 0 (tensor {d}, arena [0, +16)) overlaps tensor ")
+    assert msg.endswith("still live (read by a later op or a graph output)")
+
+
+def test_graph_output_is_live_to_the_end():
+    w = Xts3Writer()
+    a, b = w.tensor((16,), offset=0), w.tensor((16,), offset=16)
+    c = w.tensor((16,), offset=16)  # over b, a graph output nobody reads
+    requant(w, a, b)
+    requant(w, a, c)
+    w.set_inputs([a])
+    w.set_outputs([b, c])
+    assert rejected(w.to_bytes()).startswith(f"arena plan: op 1 (REQUANTIZE) output 0 (tensor {c}, arena [16, +16)) "
+                                             f"overlaps tensor {b} ")
+
+
+def test_graph_input_that_is_a_graph_output_is_live_to_the_end():
+    w = Xts3Writer()
+    a, b = w.tensor((16,), offset=0), w.tensor((16,), offset=0)
+    w2 = w.tensor((16,), offset=16)
+    requant(w, a, w2)
+    requant(w, w2, b)  # over a, returned as an output
+    w.set_inputs([a])
+    w.set_outputs([a, b])
+    assert f"overlaps tensor {a} (arena [0, +16)), still live" in rejected(w.to_bytes())
+
+
+def test_graph_inputs_are_live_together_from_the_start():
+    w = Xts3Writer()
+    a, b = w.tensor((16,), offset=0), w.tensor((8,), offset=0)
+    c = w.tensor((16,), offset=16)
+    add(w, a, a, c)
+    w.set_inputs([a, b])
+    w.set_outputs([c])
+    assert rejected(w.to_bytes()) == (f"arena plan: graph input 0 (tensor {a}, arena [0, +16)) overlaps graph "
+                                      f"input 1 (tensor {b}, arena [0, +8))")
+
+
+def test_outputs_of_one_op_must_be_disjoint():
+    w = Xts3Writer()
+    a = w.tensor((2, 16), offset=0)
+    p, q = w.tensor((1, 16), offset=32), w.tensor((1, 16), offset=32)
+    w.op("SPLIT", [a], [p, q], axis=0)
+    w.set_inputs([a])
+    w.set_outputs([p, q])
+    assert rejected(w.to_bytes()) == (f"arena plan: op 0 (SPLIT) output 0 (tensor {p}, arena [32, +16)) overlaps "
+                                      f"tensor {q} (arena [32, +16)), another output of the same op")
+
+
+def test_rule_holds_for_graphs_of_the_writers_planner():
+    """The writer's planner (and so the lowering) never produces a plan the
+    parser refuses: it is held to the same lifetimes."""
+    import op_corpus
+
+    for _name, blob in op_corpus.op_graphs():
+        _native.Program(blob)
+
+
+MUTATIONS = [m for v in xm.valid_blobs() for m in xm.arena_plan_mutations(v)]
+
+
+@pytest.mark.parametrize("m", MUTATIONS, ids=[m.name for m in MUTATIONS])
+def test_moving_a_tensor_onto_another(m: xm.Mutation):
+    """Against tests/xts3_mutations.py's independent statement of the rule."""
+    if m.expect is None:
+        _native.Program(m.blob)
+    else:
+        assert re.search(m.expect, rejected(m.blob))
+
+
+def test_mutations_cover_both_verdicts():
+    assert sum(m.expect is None for m in MUTATIONS) >= 1
+    assert sum(m.expect is not None and "arena plan" in m.expect for m in MUTATIONS) >= 10
