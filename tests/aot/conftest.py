@@ -8,59 +8,9 @@ import torch  # noqa: E402
 
 
 def _quantizer():
-    # Until EspNNQuantizer lands: XNNPACK's symmetric per-channel scheme (the
-    # same int8 scheme ESP-NN runs), plus annotations for the few ops it leaves
-    # float (softmax, avg_pool2d).
-    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer,
-        get_symmetric_quantization_config,
-    )
-    from torchao.quantization.pt2e.quantizer import ComposableQuantizer
+    from executorch_espnn.quantizer import EspNNQuantizer
 
-    config = get_symmetric_quantization_config(is_per_channel=True)
-    return ComposableQuantizer([XNNPACKQuantizer().set_global(config), _ExtraOps(config)])
-
-
-class _ExtraOps:
-    """Test-only annotator for what XNNPACK's quantizer leaves float: softmax (fixed
-    1/256, -128), avg_pool2d (shared qparams), and pooling/mean/clamps reading an
-    unannotated value such as a graph input (so that a test can feed an op straight
-    from an exactly quantized input)."""
-
-    def __new__(cls, config):
-        from torchao.quantization.pt2e.quantizer import (
-            FixedQParamsQuantizationSpec,
-            QuantizationAnnotation,
-            Quantizer,
-            SharedQuantizationSpec,
-        )
-
-        aten = torch.ops.aten
-        SHARED = (aten.avg_pool2d.default, aten.max_pool2d.default, aten.mean.dim,
-                  aten.adaptive_avg_pool2d.default, aten.hardtanh.default, aten.relu.default)
-
-        class ExtraOps(Quantizer):
-            def annotate(self, gm):
-                act = config.input_activation
-                softmax_out = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=1.0 / 256.0, zero_point=-128,
-                                                           quant_min=-128, quant_max=127,
-                                                           qscheme=torch.per_tensor_affine)
-                for n in gm.graph.nodes:
-                    if n.op != "call_function" or "quantization_annotation" in n.meta:
-                        continue
-                    x = n.args[0] if n.args else None
-                    if n.target in (torch.ops.aten.softmax.int, torch.ops.aten._softmax.default):
-                        n.meta["quantization_annotation"] = QuantizationAnnotation(
-                            input_qspec_map={x: act}, output_qspec=softmax_out, _annotated=True)
-                    elif n.target in SHARED:
-                        n.meta["quantization_annotation"] = QuantizationAnnotation(
-                            input_qspec_map={x: act}, output_qspec=SharedQuantizationSpec((x, n)), _annotated=True)
-                return gm
-
-            def validate(self, gm):
-                pass
-
-        return ExtraOps()
+    return EspNNQuantizer()
 
 
 def quantize(model, example_inputs, calibration=None):

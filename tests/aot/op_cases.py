@@ -122,6 +122,81 @@ class PermuteToNhwc(nn.Module):
         return self.fc(self.c(x).permute(0, 2, 3, 1))
 
 
+class Activations(nn.Module):
+    """hardswish -> HARD_SWISH; sigmoid, tanh, silu, gelu (exact and tanh), hardsigmoid
+    -> LUT. They read the exactly quantized graph input: their slope can turn a 1-LSB
+    difference of a producer into 2 LSB (sigmoid's fixed 1/256 output). Scalar add/mul
+    operands become quantized constants (EspNNQuantizer), so they are ADD/MUL with a
+    constant operand. A clamp after a sigmoid (which cannot absorb it) is a standalone
+    1x1 MAX_POOL2D in the sigmoid's fixed quantization."""
+
+    def forward(self, x):
+        return (F.hardswish(x), torch.sigmoid(x), torch.tanh(x), F.silu(x), F.gelu(x),
+                F.gelu(x, approximate="tanh"), F.hardsigmoid(x), x + 1.5, x * 0.5,
+                torch.clamp(torch.sigmoid(x), 0.2, 0.8))
+
+
+class TransposedConvs(nn.Module):
+    """ConvTranspose2d with stride 2, output_padding 1 and groups 2 (+ fused relu), and a
+    ConvTranspose1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.t2 = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.t1 = nn.ConvTranspose1d(3, 5, 4, stride=3, padding=1, output_padding=2)
+
+    def forward(self, x, s):
+        return F.relu(self.t2(x)), self.t1(s)
+
+
+class ConvWidePadding(nn.Module):
+    """Padding >= the kernel extent (1x1 with padding 1; a depthwise 1x3 with padding
+    (1, 1): only H needs it): an explicit PAD with the input zero point, then the conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 1, padding=1)
+        self.b = nn.Conv2d(4, 4, (1, 3), padding=(1, 1), groups=4)
+
+    def forward(self, x):
+        return self.b(F.relu(self.a(x)))
+
+
+class Upsamples(nn.Module):
+    """Nearest x2 (scale factor), nearest to a size, bilinear 5 -> 7 with align_corners
+    True and False, on the NHWC conv output."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = self.c(x)
+        return (F.interpolate(y, scale_factor=2, mode="nearest"), F.interpolate(y, size=(7, 8), mode="nearest"),
+                F.interpolate(y, size=(7, 7), mode="bilinear", align_corners=True),
+                F.interpolate(y, size=(7, 7), mode="bilinear", align_corners=False))
+
+
+class DataMovement(nn.Module):
+    """On NHWC values: chunk and split of the channels, cat of channels, pad of H and W,
+    slice with steps. On a [rows, features] value (PyTorch order): chunk, cat, pad with
+    a non-zero value, slice. No TRANSPOSE beyond the NCHW input and output."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 8, 1), nn.Conv2d(11, 4, 3)
+        self.fc = nn.Linear(16, 12)
+
+    def forward(self, x, v):
+        y = self.c1(x)
+        a, b = torch.chunk(y, 2, 1)
+        _, s2, _ = torch.split(y, [2, 3, 3], 1)
+        z = self.c2(F.pad(torch.cat([b, a, s2], 1), (1, 0, 2, 1)))
+        f0, f1, f2 = torch.chunk(self.fc(v), 3, 1)
+        w = F.pad(torch.cat([f2, f0], 1), (1, 2), value=0.25)
+        return z[:, 1:, 1::2, ::3], w[::2, 1::3]
+
+
 CASES = {
     "linear_relu": (LinearRelu, (rand(3, 16),)),
     "linear_3d": (Linear3d, (rand(2, 5, 8),)),
@@ -135,6 +210,11 @@ CASES = {
     "pool_flatten_head": (PoolFlattenHead, (rand(1, 3, 6, 6),)),
     "flatten_hw": (FlattenHW, (rand(1, 3, 7, 7),)),
     "permute_to_nhwc": (PermuteToNhwc, (rand(1, 3, 5, 5),)),
+    "activations": (Activations, (3 * rand(1, 3, 6, 6),)),
+    "transposed_conv": (TransposedConvs, (rand(1, 4, 5, 4), rand(2, 3, 7, seed=2))),
+    "conv_wide_padding": (ConvWidePadding, (rand(1, 3, 5, 6),)),
+    "upsample": (Upsamples, (rand(1, 3, 5, 5),)),
+    "data_movement": (DataMovement, (rand(1, 3, 6, 7), rand(5, 16, seed=2))),
 }
 
 EXPECTED_OPS = {
@@ -146,6 +226,72 @@ EXPECTED_OPS = {
     "pools": {"MAX_POOL2D", "AVG_POOL2D"},
     "softmax": {"SOFTMAX"},
     "mean": {"MEAN_HW"},
+    "activations": {"HARD_SWISH", "LUT", "ADD", "MUL", "MAX_POOL2D"},
+    "transposed_conv": {"TRANSPOSE_CONV2D"},
+    "conv_wide_padding": {"PAD", "CONV2D", "DEPTHWISE_CONV2D"},
+    "upsample": {"RESIZE_NEAREST", "RESIZE_BILINEAR"},
+    "data_movement": {"SPLIT", "CONCAT", "PAD", "SLICE", "CONV2D", "FULLY_CONNECTED"},
+}
+
+
+def _ops_of(summary, name):
+    return [op for op in summary["ops"] if op["op"] == name]
+
+
+def _check_activations(ops, summary):
+    assert ops.count("HARD_SWISH") == 1 and ops.count("LUT") == 7, ops  # sigmoid twice
+    lut_out = {(summary["tensors"][op["outputs"][0]]["scale"], summary["tensors"][op["outputs"][0]]["zero_point"])
+               for op in _ops_of(summary, "LUT")}
+    assert {(1 / 256, -128), (1 / 128, 0)} <= lut_out, lut_out  # sigmoid's and tanh's fixed quantization
+    # clamp(sigmoid, 0.2, 0.8) in the sigmoid's 1/256, -128: round(51.2) - 128, round(204.8) - 128.
+    (pool,) = _ops_of(summary, "MAX_POOL2D")
+    assert (pool["params"]["act_min"], pool["params"]["act_max"]) == (-77, 77)
+
+
+def _check_transposed_conv(ops, summary):
+    t2, t1 = _ops_of(summary, "TRANSPOSE_CONV2D")
+    assert tuple(summary["tensors"][t2["inputs"][1]]["shape"]) == (6, 3, 3, 2)  # [Cout, kh, kw, Cin/groups]
+    assert (t2["params"]["groups"], t2["params"]["stride_h"], t2["params"]["pad_top"]) == (2, 2, 1)
+    assert t2["params"]["act_min"] == max(-128, t2["params"]["output_offset"])  # relu fused: real 0
+    assert tuple(summary["tensors"][t1["inputs"][1]]["shape"]) == (5, 1, 4, 3)  # conv_transpose1d: height 1
+    assert (t1["params"]["stride_h"], t1["params"]["stride_w"]) == (1, 3)
+
+
+def _check_conv_wide_padding(ops, summary):
+    assert ops == ["QUANTIZE", "TRANSPOSE", "PAD", "CONV2D", "PAD", "DEPTHWISE_CONV2D", "TRANSPOSE", "DEQUANTIZE"]
+    (pad_a, pad_b), conv, dw = _ops_of(summary, "PAD"), _ops_of(summary, "CONV2D")[0], \
+        _ops_of(summary, "DEPTHWISE_CONV2D")[0]
+    # The padding is the real 0 of the conv's input; the kernel then pads nothing (1x1)
+    # or only along W (the 1x3 depthwise: pad 1 < its extent 3).
+    for pad, consumer, hw in ((pad_a, conv, (1, 1)), (pad_b, dw, (1, 0))):
+        assert pad["params"]["pad_value"] == -consumer["params"]["input_offset"]
+        assert (pad["params"]["before1"], pad["params"]["before2"]) == hw
+    assert (conv["params"]["pad_top"], conv["params"]["pad_left"]) == (0, 0)
+    assert (dw["params"]["pad_top"], dw["params"]["pad_left"]) == (0, 1)
+
+
+def _check_upsample(ops, summary):
+    assert ops.count("RESIZE_NEAREST") == 2 and ops.count("RESIZE_BILINEAR") == 2, ops
+    assert "REQUANTIZE" not in ops  # the resizes share their input's quantization
+    assert ops.count("TRANSPOSE") == 5, ops  # the NCHW input, and each of the 4 NCHW outputs
+
+
+def _check_data_movement(ops, summary):
+    assert ops.count("TRANSPOSE") == 2, ops  # the image in and out: the movement runs on NHWC
+    assert "REQUANTIZE" not in ops, ops  # parts share the quantization of the whole
+    splits, concats, pads = _ops_of(summary, "SPLIT"), _ops_of(summary, "CONCAT"), _ops_of(summary, "PAD")
+    assert [s["params"]["axis"] for s in splits] == [3, 3, 1]  # NHWC channels, NHWC channels, features
+    assert [c["params"]["axis"] for c in concats] == [3, 1]
+    assert (pads[0]["params"]["before1"], pads[0]["params"]["before2"]) == (2, 1)  # H and W of NHWC
+    assert ops.count("SLICE") == 5, ops
+
+
+CHECKS = {
+    "activations": _check_activations,
+    "transposed_conv": _check_transposed_conv,
+    "conv_wide_padding": _check_conv_wide_padding,
+    "upsample": _check_upsample,
+    "data_movement": _check_data_movement,
 }
 
 
@@ -153,20 +299,20 @@ def check_case(name, quantize):
     make_model, inputs = CASES[name]
     torch.manual_seed(0)  # weights independent of what ran before
     model = make_model()
-    edge, _, _ = lower_and_check(model, inputs, quantize, label=name)
+    edge, _, fractions = lower_and_check(model, inputs, quantize, label=name)
     blobs = payloads(edge)
     assert len(blobs) == 1
     ops = op_names(blobs[0])
     assert EXPECTED_OPS.get(name, set()) <= set(ops), ops
+    if name in CHECKS:
+        CHECKS[name](ops, _native.Program(blobs[0]).summary())
     if name == "fused_activations":
-        # relu and hardtanh are absorbed by their producer as act_min/act_max (TFLite's
-        # rounding of the real bounds in the output quantization). A clamp that a
-        # quantizer gives its own output quantization (XNNPACK's does for relu6) is a
-        # standalone 1x1 MAX_POOL2D + REQUANTIZE; nothing else may appear.
+        # relu, relu6 and hardtanh are absorbed by their producer as act_min/act_max
+        # (TFLite's rounding of the real bounds in the output quantization): EspNNQuantizer
+        # gives conv/linear + clamp one output observer, so no standalone clamp remains.
         summary = _native.Program(blobs[0]).summary()
-        assert set(ops) <= {"QUANTIZE", "TRANSPOSE", "CONV2D", "MAX_POOL2D", "REQUANTIZE", "MEAN_HW",
-                            "FULLY_CONNECTED", "DEQUANTIZE"}, ops
-        assert ops.count("MAX_POOL2D") == ops.count("REQUANTIZE") <= 1, ops
+        assert ops == ["QUANTIZE", "TRANSPOSE", "CONV2D", "CONV2D", "CONV2D", "MEAN_HW", "FULLY_CONNECTED",
+                       "DEQUANTIZE"], ops
         ops_ = summary["ops"]
         convs = [op for op in ops_ if op["op"] == "CONV2D"]
         fc = next(op for op in ops_ if op["op"] == "FULLY_CONNECTED")
@@ -192,3 +338,4 @@ def check_case(name, quantize):
         assert "TRANSPOSE" not in ops and "MAX_POOL2D" not in ops
     if name == "nhwc_mul_broadcast":
         assert ops.count("TRANSPOSE") == 2, ops  # the NCHW input in, the NCHW output back
+    return fractions

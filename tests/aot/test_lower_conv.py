@@ -1,4 +1,4 @@
-"""Convolutions lowered end to end: quantized with the test quantizer, lowered
+"""Convolutions lowered end to end: quantized with EspNNQuantizer, lowered
 with to_espnn_edge in strict mode (everything delegated), every delegate run on
 the native interpreter, outputs within 1 LSB of the convert_pt2e model."""
 

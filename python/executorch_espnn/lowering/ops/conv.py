@@ -6,8 +6,10 @@ PyTorch weight [O, I/groups, kh, kw] -> XTS3 CONV2D filter OHWI
 channel c, as in PyTorch). conv1d is a height-1 conv2d on the channels-last
 [N, W, C] value viewed as [N, 1, W, C]. Per-channel (mult, shift) come from
 quant_params.conv_multipliers; padding is PyTorch's symmetric padding (the
-runtime infers the bottom/right pad from the output size and needs the pad
-below the effective kernel extent).
+runtime infers the bottom/right pad from the output size). ESP-NN needs the
+pad below the effective kernel extent (a window must touch the image); an
+axis padded further (a 1x1 conv with padding 1) is padded by a PAD op
+first, with the input zero point (real 0), and convolved with pad 0.
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ class ConvPlan:
     out4: tuple[int, int, int, int]  # N, OH, OW, O
     kernel: tuple[int, int]
     stride: list[int]
-    padding: list[int]
+    padding: list[int]      # applied by the conv kernel itself
     dilation: list[int]
     groups: int
     out_shape: tuple[int, ...]
+    pre_pad: list[int]      # per spatial axis (H, W), padded by a PAD op before the conv
 
 
 def _conv_args(node):
@@ -57,7 +60,7 @@ def analyze(node, cc) -> ConvPlan:
     if isinstance(padding, str):
         raise Unsupported(f"padding={padding!r}")
     if transposed:
-        raise Unsupported("transposed convolution has no lowering yet")
+        raise Unsupported("transposed convolution (lowered by transpose_conv.py)")
     in_shape, out_shape = static_shape(x), static_shape(node)
     if len(in_shape) not in (3, 4):
         raise Unsupported(f"{len(in_shape) - 2}-D convolution; ESP-NN has 1-D and 2-D")
@@ -82,14 +85,15 @@ def analyze(node, cc) -> ConvPlan:
     o = w.data.shape[0]
     if not isinstance(groups, int) or groups < 1 or c % groups or o % groups:
         raise Unsupported(f"groups = {groups} does not divide channels {c} -> {o}")
+    pre_pad = [0, 0]
     for axis, (k, p, d, s) in enumerate(zip(kernel, padding, dilation, stride)):
-        extent = d * (k - 1) + 1
-        if p >= extent:
-            raise Unsupported(f"padding {p} >= effective kernel extent {extent}: ESP-NN pads less than a window")
         if s < 1 or d < 1 or p < 0:
             raise Unsupported(f"stride {s} / dilation {d} / padding {p}")
+        if p >= d * (k - 1) + 1:  # no window may lie wholly in ESP-NN's padding: pad explicitly
+            pre_pad[axis], padding[axis] = p, 0
     limit = cc.limits["max_kernel_dim"]
-    check_kernel_dims({"input height": in4[1], "input width": in4[2], "input channels": c,
+    check_kernel_dims({"input height": in4[1] + 2 * pre_pad[0], "input width": in4[2] + 2 * pre_pad[1],
+                       "input channels": c,
                        "output height": out4[1], "output width": out4[2], "output channels": o,
                        "kernel height": kernel[0], "kernel width": kernel[1],
                        "stride": max(stride), "padding": max(padding), "dilation": max(dilation)}, limit)
@@ -98,7 +102,7 @@ def analyze(node, cc) -> ConvPlan:
         raise Unsupported("input x weight / output scale ratio is outside the requantization range (shift)")
     depthwise = groups == c and groups > 1
     return ConvPlan(depthwise, in_q, out, w, b, mult, shift, in4, out4, kernel, stride, padding, dilation,
-                    groups, out_shape)
+                    groups, out_shape, pre_pad)
 
 
 def _filter(p: ConvPlan) -> np.ndarray:
@@ -113,6 +117,12 @@ def lower(node, ctx):
     p = analyze(node, ctx)
     x = ctx.input(node.args[0], layout=CHANNELS_LAST)
     src = ctx.tensor(x, p.in4)
+    if any(p.pre_pad):
+        n, h, w, c = p.in4
+        padded = ctx.new_tensor((n, h + 2 * p.pre_pad[0], w + 2 * p.pre_pad[1], c), "INT8", p.in_q)
+        ctx.emit("PAD", [src], [padded], before0=0, before1=p.pre_pad[0], before2=p.pre_pad[1], before3=0,
+                 before4=0, pad_value=p.in_q.zero_point)
+        src = padded
     o = p.out4[3]
     filt = ctx.constant(_filter(p))
     bias_t = ctx.constant(p.bias) if p.bias is not None else None
@@ -130,4 +140,5 @@ def lower(node, ctx):
     ctx.finish(node, p.out, out)
 
 
-register("aten.convolution.default", "aten.conv1d.default", "aten.conv2d.default", analyze=analyze, lower=lower, fuses_activation=True)
+register("aten.convolution.default", "aten.conv1d.default", "aten.conv2d.default", analyze=analyze, lower=lower,
+         fuses_activation=True)

@@ -1,0 +1,90 @@
+"""sigmoid, tanh, silu, gelu (both approximations), hardsigmoid -> LUT.
+
+An int8 input has 256 values, so any elementwise function is a 256-entry
+table (quant_params.lut_from_function). The table evaluates PyTorch's own
+float32 function on the dequantized input as the quantized model computes it
+(float32 (q - zp) * scale), so the device matches PyTorch up to the output
+rounding. The output quantization is whatever the graph's quantize says
+(sigmoid and tanh have the fixed 1/256, -128 and 1/128, 0 of EspNNQuantizer;
+any other is tabulated as well). silu and hardsigmoid are kept from
+decomposition where delegated (the Edge dialect would split them into
+sigmoid/mul and add/clamp/div). Elementwise: the op keeps the input's layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ...quant_params import lut_from_function
+from ..graph import Unsupported, arg, op_name, static_shape
+from ..quant import OutputSpec, QParams, input_qparams, output_spec
+from ..registry import register
+
+
+def _gelu(node):
+    approximate = arg(node, 1, "approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"gelu with approximate={approximate!r}")
+    return lambda x: F.gelu(x, approximate=approximate)
+
+
+FUNCTIONS = {
+    "aten.sigmoid.default": lambda node: torch.sigmoid,
+    "aten.tanh.default": lambda node: torch.tanh,
+    "aten.silu.default": lambda node: F.silu,
+    "aten.hardsigmoid.default": lambda node: F.hardsigmoid,
+    "aten.gelu.default": _gelu,
+}
+PRESERVE = ("aten.silu.default", "aten.hardsigmoid.default")
+
+
+@dataclass
+class LutPlan:
+    in_q: QParams
+    out: OutputSpec
+    table: np.ndarray
+
+
+def _on_dequantized(fn):
+    """fn as lut_from_function calls it (float64 reals (q - zp) * scale), evaluated
+    the way the quantized PyTorch model does: on the float32 dequantized value (the
+    float64 product of an int8 difference and a float32 scale is exact, so rounding
+    it to float32 gives PyTorch's float32 product), in float32."""
+
+    def table_fn(real: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(real.astype(np.float32))
+        return fn(x).double().numpy()
+
+    return table_fn
+
+
+def analyze(node, cc) -> LutPlan:
+    shape = static_shape(node)
+    if len(shape) > cc.limits["max_rank"]:
+        raise Unsupported(f"rank {len(shape)} above {cc.limits['max_rank']}")
+    fn = FUNCTIONS[op_name(node)](node)
+    in_q = input_qparams(node.args[0], node, cc)
+    out = output_spec(node, cc, fuse_activation=False)
+    if not out.qparams.full_range:
+        raise Unsupported(f"{op_name(node)} to a narrow int8 range [{out.qparams.qmin}, {out.qparams.qmax}]")
+    table = lut_from_function(_on_dequantized(fn), in_q.scale, in_q.zero_point, out.qparams.scale,
+                              out.qparams.zero_point)
+    return LutPlan(in_q, out, table)
+
+
+def lower(node, ctx):
+    p = analyze(node, ctx)
+    x = ctx.input(node.args[0])
+    if x.is_constant:
+        raise Unsupported(f"{op_name(node)} of a constant")
+    y = ctx.new_value(x.shape, p.out.qparams, x.layout, dims=x.dims)
+    ctx.emit("LUT", [ctx.tensor(x, x.dims), ctx.constant(p.table)], [y.tensor])
+    ctx.finish(node, p.out, y)
+
+
+for _name in FUNCTIONS:
+    register(_name, analyze=analyze, lower=lower, preserve=_name in PRESERVE)
