@@ -8,9 +8,23 @@ The ExecuTorch-facing API is imported lazily, so ``import executorch_espnn``
 
     EspNNQuantizer, EspNNPartitioner, EspNNBackend, to_espnn_edge,
     delegation_report, EspNNCompileSpecBuilder
+
+Importing the package also loads ``_et_backend`` (when it was built): that
+maps libexecutorch.so from the executorch wheel — not torch or executorch's
+Python code — and registers the C++ EspNNBackend delegate there, so
+``executorch.runtime.Runtime`` runs .pte files that use it (see
+``executorch_espnn.runtime`` and docs/runtime.md).
 """
 
 __version__ = "0.1.0"
+
+try:  # registers EspNNBackend with ExecuTorch's C++ runtime
+    from . import _et_backend
+except ImportError as _e:  # built without executorch, or the wheel is missing
+    _et_backend = None
+    ET_BACKEND_ERROR = str(_e)
+else:
+    ET_BACKEND_ERROR = None
 
 _LAZY = {
     "EspNNQuantizer": ("executorch_espnn.quantizer", "EspNNQuantizer"),

@@ -79,7 +79,9 @@ def analyze_reshape(node, cc) -> ShapePlan:
 
 def lower_reshape(node, ctx):
     p = analyze_reshape(node, ctx)
-    v = ctx.as_layout(ctx.input(node.args[0]), CONTIG)
+    v = ctx.input(node.args[0])
+    if p.out_shape != p.in_shape:  # identities (clone, eval dropout) keep the layout: no transpose pair
+        v = ctx.as_layout(v, CONTIG)
     if v.is_constant:
         raise Unsupported("reshape of a constant")
     out = replace(v, shape=p.out_shape)  # same bytes; consumers reshape to the dims they need

@@ -1,0 +1,287 @@
+// EspNNBackend: ExecuTorch's runtime half of the delegate (the Python class
+// executorch_espnn.EspNNBackend produces the XTS3 payload it runs).
+//
+// The same file is compiled for the chip (ESP-IDF component, when ExecuTorch
+// is available to it) and for the host (host/CMakeLists.txt, linked against
+// the libexecutorch.so of the executorch wheel).
+//
+// Memory: init() takes everything from the method's runtime allocator — the
+// handle, the arena, the scratch buffer and, when the payload is not 16-byte
+// aligned, an aligned copy of it (the processed buffer is then freed). An
+// aligned payload is used in place (constants are read from it while the
+// method lives), so it is not freed. execute() allocates nothing.
+//
+// Threading: see KernelLock in espnn/executorch_backend.h.
+#include "espnn/executorch_backend.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include <new>
+
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/core/event_tracer_hooks_delegate.h>
+#include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
+#include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
+#include <executorch/runtime/platform/log.h>
+
+#include "espnn/interpreter.h"
+#include "espnn/model.h"
+
+#ifdef ESP_PLATFORM
+#include "freertos/FreeRTOS.h"
+#include "freertos/semphr.h"
+#else
+#include <mutex>
+#endif
+
+namespace espnn {
+namespace et {
+
+// --- KernelLock ---------------------------------------------------------------
+#ifdef ESP_PLATFORM
+namespace {
+StaticSemaphore_t g_lock_storage;
+SemaphoreHandle_t g_lock = nullptr;
+
+// Created by the static registration below, i.e. from ESP-IDF's global
+// constructors, before the scheduler starts: no creation race.
+SemaphoreHandle_t LockHandle() {
+  if (g_lock == nullptr) g_lock = xSemaphoreCreateMutexStatic(&g_lock_storage);
+  return g_lock;
+}
+}  // namespace
+
+KernelLock::KernelLock() { xSemaphoreTake(LockHandle(), portMAX_DELAY); }
+KernelLock::~KernelLock() { xSemaphoreGive(LockHandle()); }
+#else
+namespace {
+std::mutex& LockMutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+KernelLock::KernelLock() { LockMutex().lock(); }
+KernelLock::~KernelLock() { LockMutex().unlock(); }
+#endif
+
+namespace {
+
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::runtime::ArrayRef;
+using executorch::runtime::BackendExecutionContext;
+using executorch::runtime::BackendInitContext;
+using executorch::runtime::BackendInterface;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::DelegateHandle;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::EventTracer;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::MemoryAllocator;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+constexpr size_t kAlign = 16;  // blob, arena and scratch (ESP-NN SIMD loads)
+
+// Lives in the runtime allocator; destroy() runs the destructor, the memory
+// goes with the method.
+struct DelegateState {
+  Model model;
+  Interpreter interpreter;
+};
+
+ScalarType ToScalarType(xts3::DType d) {
+  switch (d) {
+    case xts3::DType::INT8: return ScalarType::Char;
+    case xts3::DType::INT32: return ScalarType::Int;
+    case xts3::DType::FLOAT32: return ScalarType::Float;
+  }
+  return ScalarType::Undefined;
+}
+
+// A graph input/output of the payload against the tensor ExecuTorch passes:
+// same dtype, same sizes (a payload [1] also accepts a 0-d tensor), default
+// (contiguous) dim order. Anything else would be read as the wrong bytes.
+Error CheckTensor(const EValue* value, const TensorInfo& info, const char* role, uint32_t index) {
+  if (value == nullptr || !value->isTensor()) {
+    ET_LOG(Error, "EspNNBackend: %s %u is not a tensor", role, (unsigned)index);
+    return Error::InvalidArgument;
+  }
+  const Tensor& t = value->toTensor();
+  const ScalarType want = ToScalarType(info.dtype);
+  if (t.scalar_type() != want) {
+    ET_LOG(Error, "EspNNBackend: %s %u has dtype %s, the payload expects %s", role, (unsigned)index,
+           executorch::runtime::toString(t.scalar_type()), executorch::runtime::toString(want));
+    return Error::InvalidArgument;
+  }
+  const bool scalar_as_1 = t.dim() == 0 && info.rank == 1 && info.dims[0] == 1;
+  bool same = scalar_as_1 || static_cast<size_t>(t.dim()) == info.rank;
+  for (ssize_t d = 0; same && !scalar_as_1 && d < t.dim(); ++d)
+    same = t.size(d) >= 0 && static_cast<uint32_t>(t.size(d)) == info.dims[d];
+  if (!same) {
+    char got[64] = "", exp[64] = "";
+    size_t g = 0, e = 0;
+    for (ssize_t d = 0; d < t.dim() && g < sizeof(got); ++d)
+      g += snprintf(got + g, sizeof(got) - g, d ? ",%ld" : "%ld", (long)t.size(d));
+    for (uint32_t d = 0; d < info.rank && e < sizeof(exp); ++d)
+      e += snprintf(exp + e, sizeof(exp) - e, d ? ",%u" : "%u", (unsigned)info.dims[d]);
+    ET_LOG(Error, "EspNNBackend: %s %u has shape [%s], the payload expects [%s]", role, (unsigned)index,
+           got, exp);
+    return Error::InvalidArgument;
+  }
+  if (!executorch::runtime::is_contiguous_dim_order(t.dim_order().data(), t.dim())) {
+    ET_LOG(Error, "EspNNBackend: %s %u is not in contiguous dim order (e.g. channels-last); "
+           "the payload expects a contiguous tensor", role, (unsigned)index);
+    return Error::InvalidArgument;
+  }
+  if (t.nbytes() != info.nbytes || (info.nbytes != 0 && t.const_data_ptr() == nullptr)) {
+    ET_LOG(Error, "EspNNBackend: %s %u holds %u bytes (data %s), the payload expects %u", role,
+           (unsigned)index, (unsigned)t.nbytes(), t.const_data_ptr() ? "set" : "null",
+           (unsigned)info.nbytes);
+    return Error::InvalidArgument;
+  }
+  return Error::Ok;
+}
+
+// Runs every op; with an event tracer each op is one profiling event keyed
+// by the debug handle the AOT lowering stored in its op record.
+Status Run(Interpreter& interp, EventTracer* tracer) {
+  if (tracer == nullptr) return interp.Invoke();
+  const Model& model = interp.model();
+  for (uint32_t i = 0; i < model.num_ops(); ++i) {
+    auto entry = executorch::runtime::event_tracer_start_profiling_delegate(
+        tracer, nullptr, static_cast<executorch::runtime::DebugHandle>(model.op(i).debug_handle));
+    Status s = interp.InvokeOp(i);
+    executorch::runtime::event_tracer_end_profiling_delegate(tracer, entry);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+class EspNNBackend final : public BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec> /*compile_specs: all AOT*/) const override {
+    MemoryAllocator* allocator = context.get_runtime_allocator();
+    if (allocator == nullptr || processed == nullptr || processed->data() == nullptr) {
+      ET_LOG(Error, "EspNNBackend: init without a runtime allocator or payload");
+      return Error::InvalidArgument;
+    }
+    const void* blob = processed->data();
+    const size_t size = processed->size();
+    bool copied = false;
+    if (reinterpret_cast<uintptr_t>(blob) % kAlign != 0) {
+      void* copy = allocator->allocate(size, kAlign);
+      if (copy == nullptr) {
+        ET_LOG(Error, "EspNNBackend: no memory for a %u-byte aligned copy of the payload", (unsigned)size);
+        return Error::MemoryAllocationFailed;
+      }
+      memcpy(copy, blob, size);
+      blob = copy;
+      copied = true;
+    }
+
+    DelegateState* state = allocator->allocateInstance<DelegateState>();
+    if (state == nullptr) {
+      ET_LOG(Error, "EspNNBackend: no memory for the delegate handle");
+      return Error::MemoryAllocationFailed;
+    }
+    new (state) DelegateState();
+
+    Status s = ParseModel(blob, size, &state->model);
+    if (!s.ok()) {
+      ET_LOG(Error, "EspNNBackend: payload rejected: %s", s.message());
+      state->~DelegateState();
+      return s.code() == StatusCode::kUnsupportedVersion ? Error::DelegateInvalidCompatibility
+                                                         : Error::InvalidProgram;
+    }
+    const MemoryRequirements req = ComputeMemoryRequirements(state->model);
+    void* arena = req.arena_bytes ? allocator->allocate(req.arena_bytes, kAlign) : nullptr;
+    void* scratch = req.scratch_bytes ? allocator->allocate(req.scratch_bytes, kAlign) : nullptr;
+    if ((req.arena_bytes && arena == nullptr) || (req.scratch_bytes && scratch == nullptr)) {
+      ET_LOG(Error, "EspNNBackend: no memory for the arena (%u bytes) and scratch (%u bytes)",
+             (unsigned)req.arena_bytes, (unsigned)req.scratch_bytes);
+      state->~DelegateState();
+      return Error::MemoryAllocationFailed;
+    }
+    s = state->interpreter.Init(&state->model, arena, req.arena_bytes, scratch, req.scratch_bytes);
+    if (!s.ok()) {
+      ET_LOG(Error, "EspNNBackend: interpreter init failed: %s", s.message());
+      state->~DelegateState();
+      return Error::InvalidProgram;
+    }
+    // Nothing points into the processed buffer any more once it was copied.
+    if (copied) processed->Free();
+    return state;
+  }
+
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle,
+                Span<EValue*> args) const override {
+    DelegateState* state = static_cast<DelegateState*>(handle);
+    if (state == nullptr) return Error::InvalidState;
+    Interpreter& interp = state->interpreter;
+    const uint32_t num_in = interp.num_inputs();
+    const uint32_t num_out = interp.num_outputs();
+    if (args.size() != static_cast<size_t>(num_in) + num_out) {
+      ET_LOG(Error, "EspNNBackend: %u arguments, the payload has %u inputs and %u outputs",
+             (unsigned)args.size(), (unsigned)num_in, (unsigned)num_out);
+      return Error::InvalidArgument;
+    }
+    for (uint32_t i = 0; i < num_in; ++i) {
+      Error e = CheckTensor(args[i], interp.input_info(i), "input", i);
+      if (e != Error::Ok) return e;
+    }
+    for (uint32_t i = 0; i < num_out; ++i) {
+      Error e = CheckTensor(args[num_in + i], interp.output_info(i), "output", i);
+      if (e != Error::Ok) return e;
+    }
+
+    // ESP-NN's scratch pointer is process-global: one delegate at a time.
+    KernelLock lock;
+    for (uint32_t i = 0; i < num_in; ++i) {
+      const TensorInfo info = interp.input_info(i);
+      memcpy(interp.input_data(i), args[i]->toTensor().const_data_ptr(), info.nbytes);
+    }
+    Status s = Run(interp, context.event_tracer());
+    if (!s.ok()) {
+      ET_LOG(Error, "EspNNBackend: %s", s.message());
+      return Error::Internal;
+    }
+    for (uint32_t i = 0; i < num_out; ++i) {
+      const TensorInfo info = interp.output_info(i);
+      memcpy(args[num_in + i]->toTensor().mutable_data_ptr(), interp.output_data(i), info.nbytes);
+    }
+    return Error::Ok;
+  }
+
+  void destroy(DelegateHandle* handle) const override {
+    if (handle != nullptr) static_cast<DelegateState*>(handle)->~DelegateState();
+  }
+};
+
+// Static registration. Nothing references these symbols: static-archive
+// builds must force this object in (ESP-IDF: the component's WHOLE_ARCHIVE;
+// TODO(issue 4, IDF CMake owner): add src/executorch/espnn_backend.cpp to the
+// component's SRCS when ExecuTorch is available to it, keeping WHOLE_ARCHIVE).
+EspNNBackend g_backend;
+const executorch::runtime::Backend g_backend_entry{kBackendName, &g_backend};
+
+struct Registrar {
+  Registrar() {
+#ifdef ESP_PLATFORM
+    (void)LockHandle();  // create the mutex before any task can race for it
+#endif
+    const Error e = executorch::runtime::register_backend(g_backend_entry);
+    if (e != Error::Ok) ET_LOG(Error, "EspNNBackend: registration failed (0x%x)", (unsigned)e);
+  }
+};
+const Registrar g_registrar;
+
+}  // namespace
+}  // namespace et
+}  // namespace espnn
