@@ -32,6 +32,8 @@ QUANT_OPS = {
     "quantized_decomposed.quantize_per_channel.default",
 }
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
 # Ops that only clamp; a producer with an activation range absorbs them.
 CLAMP_OPS = {"aten.relu.default", "aten.relu6.default", "aten.hardtanh.default", "aten.clamp.default"}
 
@@ -109,7 +111,11 @@ def input_qparams(value: Node, consumer: Node, cc, *, allow_constant: bool = Fal
     """Quantization of an int8 activation input: it must come through a dequantize."""
     if not is_dq(value):
         kind = op_name(value) if value.op == "call_function" else value.op
-        raise Unsupported(f"input {value.name} of {consumer.name} is not dequantized from int8 ({kind}); "
+        val = value.meta.get("val")
+        dtype = val.dtype if isinstance(val, torch.Tensor) else None
+        # Name a non-float32 dtype (float16, int16...): quantizing will not help there.
+        what = f"is {dtype}, " if dtype is not None and dtype != torch.float32 else "is "
+        raise Unsupported(f"input {value.name} of {consumer.name} {what}not dequantized from int8 ({kind}); "
                           "the input is not quantized")
     qp = dq_params(value)
     if not allow_constant and cc.constants.is_constant(value.args[0]):
@@ -193,6 +199,12 @@ def bias(node, consumer: Node, cc, s_in: float, s_w: np.ndarray) -> np.ndarray |
                 raise Unsupported(f"bias {node.name}: scales are not constants")
             scale, zp = st.double().numpy(), zt.numpy()
         q = data.numpy().astype(np.int64)
+        if np.any((q <= INT32_MIN) | (q >= INT32_MAX)):
+            # convert_pt2e clamps (and, from float32, may even wrap) a bias that
+            # does not fit int32 at scale s_in * s_w: the quantized model is
+            # already wrong there, and the int32 accumulator would overflow.
+            raise Unsupported(f"bias {node.name} of {consumer.name} is at the int32 limit: the float bias "
+                              "does not fit int32 at scale input x weight (increase the input or weight scale)")
         if np.all(zp == 0) and np.allclose(scale, bias_scale, rtol=1e-6, atol=0):
             return q.astype(np.int32)
         real = (q - zp) * scale

@@ -37,6 +37,10 @@ class EspNNPartitioner(Partitioner):
         self.delegation_spec = DelegationSpec(EspNNBackend.__name__, specs)
         self.allow_cpu_fallback = allow_cpu_fallback
         self._real = RealConstants()
+        # name -> (op, reason) of each preserved ATen op (aten.linear) that
+        # ops_to_not_decompose let decompose because it stays on the CPU: the
+        # ops it becomes (permute, addmm) are reported with that reason.
+        self._decomposed: dict[str, tuple[str, str]] = {}
         super().__init__()
 
     def plan(self, exported_program) -> Plan:
@@ -51,6 +55,11 @@ class EspNNPartitioner(Partitioner):
 
     def partition(self, exported_program) -> PartitionResult:
         plan = self.plan(exported_program)
+        for n in plan.reasons:
+            src = _decomposed_from(n, self._decomposed)
+            if src is not None:
+                name, (op, why) = src, self._decomposed[src]
+                plan.reasons[n] = f"part of {name} ({op}), decomposed because ESP-NN does not take it: {why}"
         if not self.allow_cpu_fallback:
             left = [n for n in plan.reasons if op_name(n) != "operator.getitem"]
             if left:
@@ -81,13 +90,24 @@ class EspNNPartitioner(Partitioner):
                 return False
             if "delegated" not in cache:
                 try:
-                    cache["delegated"] = self.plan(ep).delegated()
+                    plan = self.plan(ep)
+                    cache["delegated"] = plan.delegated()
+                    self._decomposed.update((n.name, (op_name(n), r)) for n, r in plan.reasons.items()
+                                            if op_name(n) in names)
                 except Exception as e:  # planning bugs must not break export: decompose instead
                     log.warning("EspNNPartitioner: planning for ops_to_not_decompose failed: %s", e)
                     cache["delegated"] = set()
             return node in cache["delegated"]
 
         return ops, keep
+
+
+def _decomposed_from(node, decomposed: dict) -> str | None:
+    """Name of the preserved op `node` was decomposed from, if it is in `decomposed`."""
+    for src in node.meta.get("from_node") or ():
+        if getattr(src, "name", None) in decomposed:
+            return src.name
+    return None
 
 
 def _resolve(name: str):

@@ -37,6 +37,13 @@ class SupportAnalysis:
             self._active.add(node)
             try:
                 r = check_node(node, self.cc)
+            except (ValueError, ArithmeticError) as e:
+                # A parameter derivation that fails for these quantization
+                # parameters (e.g. softmax_params for an input scale below
+                # 2^-26) must not abort the export: the node stays on the CPU
+                # with the error as its reason, as lower.build() does when a
+                # lowering raises ValueError.
+                r = f"ESP-NN parameters cannot be derived for this node: {type(e).__name__}: {e}"
             finally:
                 self._active.discard(node)
         self._reasons[node] = r

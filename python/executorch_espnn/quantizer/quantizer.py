@@ -19,6 +19,7 @@ all stay float.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 import torch
@@ -98,6 +99,8 @@ class EspNNQuantizer(Quantizer):
     def _checked(config):
         if config is not None:
             check_config(config)
+            for what, spec in (("activation", config.activation), ("weight", config.weight)):
+                _check_observer_args(what, spec)
         return config
 
     def set_global(self, config: Optional[EspNNQuantizationConfig]) -> "EspNNQuantizer":
@@ -205,6 +208,37 @@ class EspNNQuantizer(Quantizer):
             specs = list(ann.input_qspec_map.items()) + [(node, ann.output_qspec)]
             for edge_src, spec in specs:
                 _check_spec(node, edge_src, spec)
+
+
+# Legacy quantized dtypes an observer may be bound to, as the plain dtype of the spec.
+_PLAIN_DTYPE = {torch.qint8: torch.int8, torch.quint8: torch.uint8, torch.qint32: torch.int32}
+
+
+def _bound_kwargs(ctr) -> dict:
+    """Keyword arguments bound into an observer constructor by (nested) ``with_args``."""
+    p = getattr(ctr, "p", None)
+    if not isinstance(p, functools.partial):
+        return {}
+    return {**_bound_kwargs(p.func), **p.keywords}
+
+
+def _check_observer_args(what: str, spec) -> None:
+    """prepare_pt2e builds each observer with the spec's dtype/range/qscheme, silently
+    overriding what the constructor was bound to: an observer bound to another scheme
+    (``MinMaxObserver.with_args(dtype=torch.quint8)``) is a mistake, reject it."""
+    bound = _bound_kwargs(spec.observer_or_fake_quant_ctr)
+    for key in ("dtype", "quant_min", "quant_max", "qscheme"):
+        if key not in bound:
+            continue
+        got, want = bound[key], getattr(spec, key)
+        if key == "dtype":
+            got = _PLAIN_DTYPE.get(got, got)
+        if got != want:
+            raise ValueError(
+                f"EspNNQuantizer: the {what} observer is bound to {key}={bound[key]}, but ESP-NN's "
+                f"{what} spec has {key}={want}, which prepare_pt2e would silently use instead; "
+                f"drop {key} from the observer's with_args (ESP-NN runs int8 only)"
+            )
 
 
 def _check_spec(node: Node, src: Node, spec) -> None:

@@ -49,7 +49,9 @@ Status ValidateConv(const Model& m, const OpInfo& op) {
   ESPNN_RETURN_IF_ERROR(CheckGroupedFilter(g, g.p.groups, (int32_t)g.in_c));
   ESPNN_RETURN_IF_ERROR(CheckConvWindow(g, g.p));
   ESPNN_RETURN_IF_ERROR(CheckOffsets(g.p));
-  return CheckRequantConstants(m, op, g.out_c);
+  ESPNN_RETURN_IF_ERROR(CheckRequantConstants(m, op, g.out_c));
+  const uint64_t row = (uint64_t)g.k_h * g.k_w * g.filter_c;
+  return CheckAccumulatorRange(m, op, g.out_c, row, row, 1, g.p.input_offset);
 }
 
 EspnnConvArgs<conv_params_t> EspnnArgs(const ConvGeom& g) {

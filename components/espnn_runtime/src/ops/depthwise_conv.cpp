@@ -67,7 +67,8 @@ Status ValidateDepthwise(const Model& m, const OpInfo& op) {
 
   ESPNN_RETURN_IF_ERROR(CheckConvWindow(g, p));
   ESPNN_RETURN_IF_ERROR(CheckOffsets(p));
-  return CheckRequantConstants(m, op, g.out_c);
+  ESPNN_RETURN_IF_ERROR(CheckRequantConstants(m, op, g.out_c));
+  return CheckAccumulatorRange(m, op, g.out_c, (uint64_t)g.k_h * g.k_w, 1, g.out_c, p.input_offset);
 }
 
 // filter_dims.channels = filter_c = C*M, which validate() made equal to out_c.

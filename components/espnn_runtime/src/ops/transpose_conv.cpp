@@ -79,7 +79,9 @@ Status ValidateTransposeConv(const Model& m, const OpInfo& op) {
                                             p.dilation_w, "pad_left", p.pad_left, g.in_w, g.k_w,
                                             g.out_w));
   ESPNN_RETURN_IF_ERROR(CheckOffsets(p));
-  return CheckRequantConstants(m, op, g.out_c);
+  ESPNN_RETURN_IF_ERROR(CheckRequantConstants(m, op, g.out_c));
+  const uint64_t row = (uint64_t)g.k_h * g.k_w * g.filter_c;
+  return CheckAccumulatorRange(m, op, g.out_c, row, row, 1, p.input_offset);
 }
 
 Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {

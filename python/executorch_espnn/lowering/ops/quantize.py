@@ -44,8 +44,12 @@ def _constant_input_users_delegated(node, cc):
 
 
 def analyze_dequantize(node, cc):
-    qp = dq_params(node)
     src = node.args[0]
+    if cc.constants.is_constant(src) and str(cc.constants.tensor(src).dtype) == "torch.int32":
+        # the int32 bias of a conv/linear with per-tensor weights: read by its consumer (quant.bias)
+        _constant_input_users_delegated(node, cc)
+        return None
+    qp = dq_params(node)
     if cc.constants.is_constant(src):
         if str(cc.constants.tensor(src).dtype) != "torch.int8":
             raise Unsupported(f"dequantize {node.name} reads a {cc.constants.tensor(src).dtype} constant")
