@@ -1,0 +1,37 @@
+"""Multiply-accumulates per op, from the tensor shapes the parser read.
+
+Only ops built on a dot product count (conv, depthwise, fully connected,
+transposed conv); elementwise, pooling and data movement have no MACs in
+the usual sense (they are listed with 0).
+"""
+
+from __future__ import annotations
+
+
+def _elements(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def op_macs(summary: dict, op: dict) -> int:
+    t = summary["tensors"]
+    name = op["op"]
+    if name == "CONV2D":
+        # every output element: kh * kw * Cin/groups taps (OHWI filter), padding taps included
+        _, kh, kw, cg = t[op["inputs"][1]]["shape"]
+        return _elements(t[op["outputs"][0]]["shape"]) * kh * kw * cg
+    if name == "DEPTHWISE_CONV2D":
+        _, kh, kw, _ = t[op["inputs"][1]]["shape"]
+        return _elements(t[op["outputs"][0]]["shape"]) * kh * kw
+    if name == "FULLY_CONNECTED":
+        row_len = t[op["inputs"][1]]["shape"][1]
+        return _elements(t[op["outputs"][0]]["shape"]) * row_len
+    if name == "TRANSPOSE_CONV2D":
+        # PyTorch's scatter: every input pixel through every tap to Cout/groups
+        # outputs of Cin/groups inputs each (taps landing outside are counted).
+        n, h, w, _ = t[op["inputs"][0]]["shape"]
+        cout, kh, kw, cg = t[op["inputs"][1]]["shape"]
+        return n * h * w * kh * kw * cout * cg
+    return 0
