@@ -185,7 +185,7 @@ def read_bundle(data: bytes) -> list[dict]:
 
 
 # ----------------------------------------------------------------- result lines
-_RESULT_PREFIXES = ("ESPNN_BEGIN", "ESPNN_RESULT", "ESPNN_END", "ESPNN_BUNDLE_ERROR")
+_RESULT_PREFIXES = ("ESPNN_BEGIN", "ESPNN_RESULT", "ESPNN_END", "ESPNN_BUNDLE_ERROR", "ESPNN_SUITE_ERROR")
 
 
 def _value(v: str):
@@ -201,7 +201,7 @@ def parse_result_line(line: str) -> dict | None:
     lines. Numbers become int/float, "na" None; ``msg`` takes the rest of
     the line. Tolerates a prefix before the record (serial monitors add
     timestamps)."""
-    m = re.search(r"(ESPNN_BEGIN|ESPNN_RESULT|ESPNN_END|ESPNN_BUNDLE_ERROR) (.*)$", line.rstrip("\r\n"))
+    m = re.search(r"(%s) (.*)$" % "|".join(_RESULT_PREFIXES), line.rstrip("\r\n"))
     if not m:
         return None
     rec: dict = {"kind": m.group(1)[len("ESPNN_"):]}

@@ -1,0 +1,477 @@
+"""XTSP ``.pte`` suites for the board runner's .pte mode (``main/``): one
+ExecuTorch program, the method to run, and test cases (input tensors and the
+output tensors the host's ExecuTorch runtime computed for them).
+
+The device runs each case through ExecuTorch's own runtime (portable kernels
+for the CPU parts, the C++ EspNNBackend for the delegated parts), compares
+every output with the expected one *before* it times anything, then times N
+runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` does
+exactly that on the host through ``executorch.runtime``, so the format and the
+rule are tested here end to end. Byte layout: docs/firmware.md, section
+".pte suite format"; the C++ side is
+``components/espnn_runtime/include/espnn/pte_suite.h`` (a test checks that
+the constants below match it).
+
+    from executorch_espnn import pte_suite
+    case = pte_suite.make_case("ones", pte_bytes, [np.ones((1, 3, 8, 8), np.float32)])
+    data = pte_suite.write_suite(pte_suite.PteSuite(pte_bytes, "forward", [case]))
+    records = pte_suite.run_suite(data)          # prints ESPNN_RESULT lines
+
+    python -m executorch_espnn.pte_suite pack model.pte -o suite.xtsp [--cases 3]
+    python -m executorch_espnn.pte_suite inspect suite.xtsp
+    python -m executorch_espnn.pte_suite run suite.xtsp         # the host runner
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import struct
+import sys
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+MAGIC = 0x50535458  # b"XTSP"
+VERSION = 1
+HEADER_SIZE = 48
+CASE_RECORD_SIZE = 32
+TENSOR_RECORD_SIZE = 64
+# The .pte starts on a 128-byte boundary of the suite: ExecuTorch's default
+# segment alignment, so constant and delegate segments inside the program
+# keep their alignment when the suite lies at an aligned address (a flash
+# mmap is page aligned). Tensor data starts on 16-byte boundaries.
+PTE_ALIGNMENT = 128
+DATA_ALIGNMENT = 16
+MAX_CASES = 1024
+MAX_NAME_BYTES = 64
+MAX_METHOD_BYTES = 64
+MAX_TENSORS = 64  # inputs or outputs of one case
+MAX_RANK = 8
+MAX_RUNS = 1_000_000
+
+HEADER_FIELDS = {"magic": 0, "version": 4, "header_size": 6, "suite_size": 8, "flags": 12, "pte_offset": 16,
+                 "pte_size": 20, "method_offset": 24, "method_size": 28, "case_count": 32, "case_table": 36,
+                 "crc32": 40, "reserved": 44}
+CASE_FIELDS = {"name_offset": 0, "name_size": 4, "inputs_table": 8, "input_count": 12, "outputs_table": 16,
+               "output_count": 20, "runs": 24, "flags": 28}
+TENSOR_FIELDS = {"dtype": 0, "rank": 4, "data_offset": 8, "data_size": 12, "atol": 16, "flags": 20,
+                 "reserved0": 24, "reserved1": 28, "dims": 32}
+_HEADER = struct.Struct("<IHHIIIIIIIIII")
+_CASE = struct.Struct("<8I")
+_TENSOR = struct.Struct("<6I2I8I")
+assert _HEADER.size == HEADER_SIZE and _CASE.size == CASE_RECORD_SIZE and _TENSOR.size == TENSOR_RECORD_SIZE
+
+# ExecuTorch ScalarType codes (c10 numbering) of the dtypes a suite carries.
+DTYPE_CODES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
+               np.dtype(np.int64): 4, np.dtype(np.float16): 5, np.dtype(np.float32): 6, np.dtype(np.float64): 7,
+               np.dtype(np.bool_): 11}
+CODE_DTYPES = {v: k for k, v in DTYPE_CODES.items()}
+_FLOAT_CODES = {5, 6, 7}
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
+_METHOD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,%d}" % (MAX_METHOD_BYTES - 1))
+
+
+@dataclass
+class PteCase:
+    """One test case: the method's inputs and expected outputs, in order.
+    ``atol`` (one per output, or one for all) is the largest absolute
+    difference accepted for a floating-point output; 0 means bit-exact, the
+    default, and integer outputs are always compared bit-exactly. ``runs=0``
+    lets the runner use its default (Kconfig)."""
+
+    name: str
+    inputs: list[np.ndarray]
+    expected: list[np.ndarray]
+    runs: int = 0
+    atol: float | Sequence[float] = 0.0
+
+    def atols(self) -> list[float]:
+        if isinstance(self.atol, (int, float)):
+            return [float(self.atol)] * len(self.expected)
+        out = [float(a) for a in self.atol]
+        if len(out) != len(self.expected):
+            raise ValueError(f"case {self.name}: {len(out)} tolerances for {len(self.expected)} outputs")
+        return out
+
+
+@dataclass
+class PteSuite:
+    """A program (.pte bytes), the method every case runs, and the cases."""
+
+    pte: bytes
+    method: str = "forward"
+    cases: list[PteCase] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------- host runtime
+def _torch_to_numpy(t) -> np.ndarray:
+    import torch
+
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        raise ValueError("bfloat16 outputs are not supported by the suite format")
+    return t.numpy().copy()
+
+
+def _load(pte: bytes):
+    from .runtime import load_program
+
+    return load_program(bytes(pte))
+
+
+def method_input_specs(pte: bytes, method: str = "forward", program=None) -> list[tuple[tuple[int, ...], np.dtype]]:
+    """(shape, numpy dtype) of each tensor input of `method`, from the
+    program's metadata (what the device sees through MethodMeta)."""
+    program = program if program is not None else _load(pte)
+    meta = program.metadata(method)
+    specs = []
+    for i in range(meta.num_inputs()):
+        tm = meta.input_tensor_meta(i)
+        code = int(tm.dtype())
+        if code not in CODE_DTYPES:
+            raise ValueError(f"method {method!r} input {i}: ScalarType {code} is not supported by the suite format")
+        specs.append((tuple(int(d) for d in tm.sizes()), CODE_DTYPES[code]))
+    return specs
+
+
+def random_inputs(pte: bytes, method: str = "forward", *, seed: int = 0, program=None) -> list[np.ndarray]:
+    """Deterministic inputs of the method's shapes and dtypes: floats
+    ~ N(0, 1), integers over the full int8 range (or {0, 1} for bool)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in method_input_specs(pte, method, program):
+        if dtype.kind == "f":
+            out.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype.kind == "b":
+            out.append(rng.integers(0, 2, shape).astype(dtype))
+        else:
+            out.append(rng.integers(-128 if dtype.kind == "i" else 0, 128 if dtype.kind == "i" else 256,
+                                    shape).astype(dtype))
+    return out
+
+
+def host_outputs(pte: bytes, inputs: Sequence[np.ndarray], method: str = "forward", program=None) -> list[np.ndarray]:
+    """`method`'s outputs on the host's ExecuTorch runtime (portable kernels
+    + the C++ EspNNBackend), as numpy arrays."""
+    from .runtime import run_pte
+
+    outs = run_pte(pte, [np.ascontiguousarray(x) for x in inputs], method, program=program)
+    for i, o in enumerate(outs):
+        if not hasattr(o, "dtype"):
+            raise ValueError(f"method {method!r} output {i} is a {type(o).__name__}, not a tensor")
+    return [_torch_to_numpy(o) for o in outs]
+
+
+def make_case(name: str, pte: bytes, inputs: Sequence[np.ndarray] | None = None, *, method: str = "forward",
+              seed: int = 0, runs: int = 0, atol: float | Sequence[float] = 0.0, program=None) -> PteCase:
+    """A case whose expected outputs are what the host's ExecuTorch runtime
+    computes (``inputs=None``: :func:`random_inputs` with `seed`)."""
+    program = program if program is not None else _load(pte)
+    feeds = list(inputs) if inputs is not None else random_inputs(pte, method, seed=seed, program=program)
+    feeds = [np.asarray(x).copy(order="C") for x in feeds]
+    return PteCase(name, feeds, host_outputs(pte, feeds, method, program), runs, atol)
+
+
+def make_suite(pte: bytes, *, method: str = "forward", cases: int = 1, inputs: Sequence[Sequence[np.ndarray]] = (),
+               runs: int = 0, atol: float = 0.0, prefix: str = "case") -> PteSuite:
+    """A suite of `cases` random-input cases (seeds 0..cases-1), plus one
+    case per entry of `inputs`; expected outputs from the host runtime."""
+    program = _load(pte)
+    out = [make_case(f"{prefix}{k}", pte, method=method, seed=k, runs=runs, atol=atol, program=program)
+           for k in range(cases)]
+    out += [make_case(f"{prefix}{cases + k}", pte, list(feeds), method=method, runs=runs, atol=atol, program=program)
+            for k, feeds in enumerate(inputs)]
+    return PteSuite(bytes(pte), method, out)
+
+
+# ----------------------------------------------------------------- writer
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _check_tensor(case: str, what: str, a: np.ndarray) -> None:
+    if a.dtype not in DTYPE_CODES:
+        raise ValueError(f"case {case}: {what} has dtype {a.dtype}; supported: "
+                         f"{', '.join(sorted(str(d) for d in DTYPE_CODES))}")
+    if a.ndim > MAX_RANK or any(d > 0xFFFFFFFF for d in a.shape):
+        raise ValueError(f"case {case}: {what} has shape {a.shape}; at most {MAX_RANK} dimensions")
+
+
+def write_suite(suite: PteSuite) -> bytes:
+    """Serializes a suite (layout in docs/firmware.md): header, case table,
+    tensor tables, names, the .pte on a 128-byte boundary, tensor data on
+    16-byte boundaries, CRC-32 over everything after the header."""
+    cases = suite.cases
+    if not 1 <= len(cases) <= MAX_CASES:
+        raise ValueError(f"a suite holds 1..{MAX_CASES} cases, got {len(cases)}")
+    if not suite.pte:
+        raise ValueError("empty .pte")
+    if not _METHOD_RE.fullmatch(suite.method):
+        raise ValueError(f"method name {suite.method!r}: an identifier of at most {MAX_METHOD_BYTES} characters")
+    names = [c.name for c in cases]
+    if len(set(names)) != len(names):
+        raise ValueError("case names must be unique")
+    for c in cases:
+        if not _NAME_RE.fullmatch(c.name):
+            raise ValueError(f"case name {c.name!r}: 1..{MAX_NAME_BYTES} characters of [A-Za-z0-9_.-]")
+        if not 0 <= c.runs <= MAX_RUNS:
+            raise ValueError(f"case {c.name}: runs {c.runs} not in 0..{MAX_RUNS}")
+        if len(c.inputs) > MAX_TENSORS or not 1 <= len(c.expected) <= MAX_TENSORS:
+            raise ValueError(f"case {c.name}: 0..{MAX_TENSORS} inputs and 1..{MAX_TENSORS} outputs")
+        for k, a in enumerate(c.atols()):
+            if not (a >= 0 and np.isfinite(a)):
+                raise ValueError(f"case {c.name}: tolerance of output {k} must be finite and >= 0, got {a}")
+
+    pos = HEADER_SIZE
+    case_table = pos
+    pos += CASE_RECORD_SIZE * len(cases)
+    tensor_tables = []
+    for c in cases:
+        tensor_tables.append((pos, pos + TENSOR_RECORD_SIZE * len(c.inputs)))
+        pos += TENSOR_RECORD_SIZE * (len(c.inputs) + len(c.expected))
+    body: list[tuple[int, bytes]] = []
+
+    def place(data: bytes, alignment: int) -> int:
+        nonlocal pos
+        pos = _align(pos, alignment)
+        off = pos
+        body.append((off, data))
+        pos += len(data)
+        return off
+
+    method_off = place(suite.method.encode("ascii"), 1)
+    name_offs = [place(n.encode("ascii"), 1) for n in names]
+    pte_off = place(bytes(suite.pte), PTE_ALIGNMENT)
+    records: list[tuple[int, tuple]] = []
+    case_records = []
+    for c, name_off, (in_tab, out_tab) in zip(cases, name_offs, tensor_tables):
+        for k, (table, arrays, tols) in enumerate(((in_tab, c.inputs, [0.0] * len(c.inputs)),
+                                                   (out_tab, c.expected, c.atols()))):
+            for j, (a, tol) in enumerate(zip(arrays, tols)):
+                a = np.asarray(a).copy(order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+                _check_tensor(c.name, f"{'output' if k else 'input'} {j}", a)
+                data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+                off = place(data, DATA_ALIGNMENT)
+                if DTYPE_CODES[a.dtype] not in _FLOAT_CODES:
+                    tol = 0.0
+                dims = list(a.shape) + [0] * (MAX_RANK - a.ndim)
+                atol_bits = struct.unpack("<I", struct.pack("<f", tol))[0]
+                records.append((table + TENSOR_RECORD_SIZE * j,
+                                (DTYPE_CODES[a.dtype], a.ndim, off, len(data), atol_bits, 0, 0, 0, *dims)))
+        case_records.append((name_off, len(c.name), in_tab, len(c.inputs), out_tab, len(c.expected), c.runs, 0))
+    size = _align(pos, DATA_ALIGNMENT)
+    blob = bytearray(size)
+    for i, r in enumerate(case_records):
+        _CASE.pack_into(blob, case_table + i * CASE_RECORD_SIZE, *r)
+    for off, r in records:
+        _TENSOR.pack_into(blob, off, *r)
+    for off, data in body:
+        blob[off:off + len(data)] = data
+    crc = zlib.crc32(bytes(blob[HEADER_SIZE:]))
+    _HEADER.pack_into(blob, 0, MAGIC, VERSION, HEADER_SIZE, size, 0, pte_off, len(suite.pte), method_off,
+                      len(suite.method), len(cases), case_table, crc, 0)
+    return bytes(blob)
+
+
+# ----------------------------------------------------------------- reader
+def _tensor(data: bytes, off: int, where: str) -> tuple[np.ndarray, float]:
+    code, rank, d_off, d_size, atol_bits, flags, _r0, _r1, *dims = _TENSOR.unpack_from(data, off)
+    if code not in CODE_DTYPES:
+        raise ValueError(f"{where}: unknown dtype code {code}")
+    if rank > MAX_RANK:
+        raise ValueError(f"{where}: rank {rank} > {MAX_RANK}")
+    dtype = CODE_DTYPES[code].newbyteorder("<")
+    shape = tuple(dims[:rank])
+    if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != d_size:
+        raise ValueError(f"{where}: {d_size} data bytes do not match shape {shape} of {dtype}")
+    if d_off % DATA_ALIGNMENT or d_off + d_size > len(data):
+        raise ValueError(f"{where}: data at {d_off} (+{d_size}) is misaligned or outside the suite")
+    arr = np.frombuffer(data, dtype, count=d_size // dtype.itemsize if dtype.itemsize else 0, offset=d_off)
+    return arr.reshape(shape).astype(CODE_DTYPES[code]), struct.unpack("<f", struct.pack("<I", atol_bits))[0]
+
+
+def read_suite(data: bytes) -> PteSuite:
+    """Decodes a suite (checks magic, version, size, CRC and every record).
+    For tools and tests; on the chip the C++ parser (pte_suite.cpp) decides."""
+    data = bytes(data)
+    if len(data) < HEADER_SIZE:
+        raise ValueError("shorter than the XTSP header")
+    (magic, version, hsize, size, flags, pte_off, pte_size, m_off, m_size, count, table, crc,
+     _res) = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC or version != VERSION or hsize != HEADER_SIZE:
+        raise ValueError("not an XTSP version 1 .pte suite")
+    if size > len(data) or zlib.crc32(data[HEADER_SIZE:size]) != crc:
+        raise ValueError("truncated suite or CRC mismatch")
+    if pte_off % PTE_ALIGNMENT or pte_off + pte_size > size:
+        raise ValueError("the .pte is misaligned or outside the suite")
+    method = data[m_off:m_off + m_size].decode("ascii")
+    cases = []
+    for i in range(count):
+        name_off, name_size, in_tab, n_in, out_tab, n_out, runs, _f = _CASE.unpack_from(data, table + i * CASE_RECORD_SIZE)
+        name = data[name_off:name_off + name_size].decode("ascii")
+        ins = [_tensor(data, in_tab + j * TENSOR_RECORD_SIZE, f"case {name} input {j}")[0] for j in range(n_in)]
+        outs = [_tensor(data, out_tab + j * TENSOR_RECORD_SIZE, f"case {name} output {j}") for j in range(n_out)]
+        cases.append(PteCase(name, ins, [o[0] for o in outs], runs, [o[1] for o in outs]))
+    return PteSuite(data[pte_off:pte_off + pte_size], method, cases)
+
+
+# ----------------------------------------------------------------- host runner
+def compare(got: np.ndarray, want: np.ndarray, atol: float) -> tuple[int, int]:
+    """(first differing element or -1, number of differing elements) under
+    the suite rule: bit-exact, or |got - want| <= atol for float outputs
+    with atol > 0 (NaN matches only NaN)."""
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return 0, want.size
+    if want.size == 0:
+        return -1, 0
+    g, w = got.reshape(-1), want.reshape(-1)
+    if atol > 0 and want.dtype.kind == "f":
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        bad = ~((np.abs(gf - wf) <= atol) | (np.isnan(gf) & np.isnan(wf)))
+    else:
+        width = want.dtype.itemsize
+        bad = (g.view(np.uint8).reshape(g.size, width) != w.view(np.uint8).reshape(w.size, width)).any(axis=1)
+    idx = np.flatnonzero(bad)
+    return (int(idx[0]) if idx.size else -1), int(idx.size)
+
+
+def _hex(a: np.ndarray, i: int) -> str:
+    return "0x" + a.reshape(-1)[i:i + 1].astype(a.dtype.newbyteorder("<")).tobytes()[::-1].hex()
+
+
+def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None] = print,
+              platform: str = "host-executorch") -> list[dict]:
+    """Runs a suite as main/'s .pte mode does, on the host's ExecuTorch
+    runtime: per case, load the method, run once and compare every output
+    (:func:`compare`), and only when they match time N runs. Writes the same
+    ``ESPNN_BEGIN/RESULT/END`` lines (v=1, mode=pte) and returns them parsed.
+    There are no cycle counter or heap statistics on the host ("na")."""
+    from .bundle import parse_result_line
+
+    lines: list[str] = []
+
+    def emit(line: str) -> None:
+        lines.append(line)
+        write(line)
+
+    try:
+        suite = read_suite(data)
+    except ValueError as e:
+        emit(f"ESPNN_SUITE_ERROR v=1 msg={e}")
+        emit("ESPNN_END v=1 mode=pte cases=0 passed=0 failed=1")
+        return [parse_result_line(ln) for ln in lines]
+    emit(f"ESPNN_BEGIN v=1 mode=pte platform={platform} cpu_hz=na cases={len(suite.cases)} "
+         f"suite_bytes={len(data)} pte_bytes={len(suite.pte)} method={suite.method}")
+    passed = 0
+    try:
+        program = _load(suite.pte)
+    except Exception as e:  # noqa: BLE001 - reported as a result line, like the device does
+        program, load_error = None, str(e).splitlines()[0] if str(e) else type(e).__name__
+    for c in suite.cases:
+        head = f"ESPNN_RESULT v=1 mode=pte case={c.name}"
+        if program is None:
+            emit(f"{head} status=error stage=load msg={load_error}")
+            continue
+        try:
+            method = program.load_method(suite.method)
+            if method is None:
+                raise RuntimeError(f"the program has no method {suite.method!r}")
+        except Exception as e:  # noqa: BLE001
+            emit(f"{head} status=error stage=method msg={e}")
+            continue
+        status = _run_case(c, method, default_runs, head, emit)
+        passed += status
+    emit(f"ESPNN_END v=1 mode=pte cases={len(suite.cases)} passed={passed} failed={len(suite.cases) - passed}")
+    return [parse_result_line(ln) for ln in lines]
+
+
+def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
+    import torch
+
+    def execute():
+        return method.execute([torch.from_numpy(x.copy()) for x in c.inputs])
+
+    def check(outs, stage: str) -> bool:
+        if len(outs) != len(c.expected):
+            emit(f"{head} status=error stage=outputs msg=the method returned {len(outs)} outputs, "
+                 f"the suite expects {len(c.expected)}")
+            return False
+        for k, (o, want, tol) in enumerate(zip(outs, c.expected, c.atols())):
+            got = _torch_to_numpy(o)
+            first, n = compare(got, want, tol)
+            if n:
+                if got.dtype != want.dtype or got.shape != want.shape:
+                    emit(f"{head} status=error stage=outputs msg=output {k} is {got.dtype}{list(got.shape)}, "
+                         f"the suite expects {want.dtype}{list(want.shape)}")
+                else:
+                    emit(f"{head} status=mismatch stage={stage} output={k} element={first} got={_hex(got, first)} "
+                         f"expected={_hex(want, first)} diff_elements={n} of={want.size}")
+                return False
+        return True
+
+    try:
+        if not check(execute(), "verify"):
+            return False
+        runs = c.runs or default_runs
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter_ns()
+            outs = execute()
+            times.append((time.perf_counter_ns() - t0) / 1000.0)
+        if not check(outs, "after-timing"):
+            return False
+    except RuntimeError as e:
+        emit(f"{head} status=error stage=execute msg={str(e).splitlines()[0] if str(e) else 'failed'}")
+        return False
+    emit(f"{head} status=pass runs={runs} inputs={len(c.inputs)} outputs={len(c.expected)} "
+         f"tolerance={'exact' if not any(c.atols()) else 'atol'} heap_free_min=na "
+         f"cycles_min=na cycles_mean=na cycles_max=na us_min={int(min(times))} "
+         f"us_mean={sum(times) / len(times):.3f} us_max={int(max(times))}")
+    return True
+
+
+# ----------------------------------------------------------------- CLI
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m executorch_espnn.pte_suite",
+                                 description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pack", help="a suite of random-input cases; expected outputs from the host runtime")
+    p.add_argument("pte", type=Path)
+    p.add_argument("-o", "--output", required=True, type=Path)
+    p.add_argument("--method", default="forward")
+    p.add_argument("--cases", type=int, default=1)
+    p.add_argument("--runs", type=int, default=0)
+    p.add_argument("--atol", type=float, default=0.0, help="tolerance for float outputs (default: bit-exact)")
+    i = sub.add_parser("inspect", help="list a suite's cases")
+    i.add_argument("suite", type=Path)
+    r = sub.add_parser("run", help="run a suite on the host's ExecuTorch runtime, as the board does")
+    r.add_argument("suite", type=Path)
+    r.add_argument("--runs", type=int, default=3, help="timed runs for cases that say 0")
+    args = ap.parse_args(argv)
+    if args.cmd == "pack":
+        suite = make_suite(args.pte.read_bytes(), method=args.method, cases=args.cases, runs=args.runs,
+                           atol=args.atol, prefix=re.sub(r"[^A-Za-z0-9_.-]", "_", args.pte.stem)[:40] + "_")
+        data = write_suite(suite)
+        args.output.write_bytes(data)
+        print(f"wrote {args.output}: {len(suite.cases)} case(s), {len(data)} bytes")
+    elif args.cmd == "inspect":
+        s = read_suite(args.suite.read_bytes())
+        print(f"pte {len(s.pte)} B, method {s.method}, {len(s.cases)} case(s)")
+        for c in s.cases:
+            ins = ", ".join(f"{a.dtype}{list(a.shape)}" for a in c.inputs)
+            outs = ", ".join(f"{a.dtype}{list(a.shape)}" for a in c.expected)
+            print(f"{c.name}: inputs [{ins}] -> outputs [{outs}], runs {c.runs or 'default'}, atol {c.atols()}")
+    else:
+        recs = run_suite(args.suite.read_bytes(), default_runs=args.runs)
+        return 0 if recs and recs[-1].get("failed") == 0 else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

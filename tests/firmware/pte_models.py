@@ -1,0 +1,42 @@
+"""Small .pte programs for the .pte-suite tests: an int8 conv lowered to
+EspNNBackend followed by a float op that stays on ExecuTorch's portable CPU
+kernels, so a suite exercises both halves of main/'s .pte mode."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class ConvThenCpu(nn.Module):
+    """conv+relu (delegated to ESP-NN) -> dequantize -> sin (portable CPU kernel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.sin(torch.relu(self.conv(x)))
+
+
+INPUT_SHAPE = (1, 3, 8, 8)
+
+
+def conv_then_cpu_pte() -> bytes:
+    """.pte bytes of ConvThenCpu, quantized with EspNNQuantizer and lowered
+    with CPU fallback (one EspNNBackend delegate + portable sin)."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from executorch_espnn import EspNNQuantizer, to_espnn_edge
+
+    torch.manual_seed(0)
+    model = ConvThenCpu().eval()
+    example = (torch.randn(*INPUT_SHAPE),)
+    gm = torch.export.export(model, example).module(check_guards=False)
+    gm = prepare_pt2e(gm, EspNNQuantizer())
+    g = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        gm(torch.randn(*INPUT_SHAPE, generator=g))
+    q = convert_pt2e(gm)
+    edge = to_espnn_edge(torch.export.export(q, example), allow_cpu_fallback=True)
+    return bytes(edge.to_executorch().buffer)

@@ -1,0 +1,197 @@
+"""The XTSP .pte suite format (executorch_espnn.pte_suite) and its host
+runner, which runs a suite through executorch.runtime exactly as main/'s
+.pte mode does on the chip: verify every output, then time, one
+ESPNN_RESULT line per case."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("executorch")
+
+from executorch_espnn import pte_suite as S  # noqa: E402
+from executorch_espnn.bundle import parse_results  # noqa: E402
+
+from . import pte_models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pte() -> bytes:
+    import executorch_espnn
+
+    if executorch_espnn._et_backend is None:
+        pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
+    return pte_models.conv_then_cpu_pte()
+
+
+@pytest.fixture(scope="module")
+def suite(pte) -> S.PteSuite:
+    return S.make_suite(pte, cases=2, runs=2)
+
+
+def _run(data: bytes) -> tuple[list[dict], list[str]]:
+    lines: list[str] = []
+    recs = S.run_suite(data, write=lines.append)
+    return recs, lines
+
+
+# ------------------------------------------------------------------ format
+def test_writer_layout_and_round_trip(suite):
+    data = S.write_suite(suite)
+    (magic, version, hsize, size, flags, pte_off, pte_size, m_off, m_size, count, table, crc,
+     reserved) = struct.unpack_from("<IHHIIIIIIIIII", data)
+    assert data[:4] == b"XTSP" and (version, hsize, size, flags, reserved) == (1, 48, len(data), 0, 0)
+    assert pte_off % 128 == 0 and data[pte_off:pte_off + pte_size] == suite.pte
+    assert data[m_off:m_off + m_size] == b"forward" and count == 2 and table == 48
+    assert crc == zlib.crc32(data[48:]) and len(data) % 16 == 0
+    for i in range(count):
+        rec = struct.unpack_from("<8I", data, table + 32 * i)
+        for t in range(rec[3]):
+            dtype, rank, d_off, d_size = struct.unpack_from("<4I", data, rec[2] + 64 * t)
+            assert (dtype, rank) == (6, 4) and d_off % 16 == 0 and d_size == 3 * 8 * 8 * 4
+    back = S.read_suite(data)
+    assert back.pte == suite.pte and back.method == "forward"
+    for a, b in zip(suite.cases, back.cases):
+        assert a.name == b.name and a.runs == b.runs == 2
+        for x, y in zip(a.inputs + a.expected, b.inputs + b.expected):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def test_expected_outputs_come_from_the_host_runtime(pte, suite):
+    from executorch_espnn.runtime import run_pte
+
+    c = suite.cases[0]
+    (want,) = run_pte(pte, c.inputs)
+    assert c.expected[0].tobytes() == want.numpy().tobytes()
+    assert suite.cases[0].inputs[0].tobytes() != suite.cases[1].inputs[0].tobytes()  # seeds differ
+
+
+def test_dtypes_shapes_and_tolerances_survive(pte):
+    ins = [np.arange(6, dtype=np.int8).reshape(2, 3), np.array(True), np.zeros((0, 4), np.int32)]
+    outs = [np.linspace(0, 1, 5, dtype=np.float32), np.arange(4, dtype=np.int64).reshape(1, 1, 2, 2)]
+    case = S.PteCase("mixed", ins, outs, runs=7, atol=[0.25, 3.0])
+    back = S.read_suite(S.write_suite(S.PteSuite(pte, "forward", [case]))).cases[0]
+    for x, y in zip(ins + outs, back.inputs + back.expected):
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+    assert back.atols() == [0.25, 0.0]  # integer outputs are always bit-exact
+    assert back.runs == 7
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda s: setattr(s.cases[1], "name", s.cases[0].name), "unique"),
+    (lambda s: setattr(s.cases[0], "name", "bad name"), "case name"),
+    (lambda s: setattr(s, "method", "for ward"), "method name"),
+    (lambda s: setattr(s.cases[0], "runs", S.MAX_RUNS + 1), "runs"),
+    (lambda s: setattr(s.cases[0], "expected", []), "outputs"),
+    (lambda s: setattr(s.cases[0], "atol", -1.0), "tolerance"),
+    (lambda s: setattr(s.cases[0], "atol", [0.1, 0.2]), "tolerances"),
+    (lambda s: setattr(s.cases[0], "inputs", [np.zeros(2, np.complex64)]), "dtype"),
+    (lambda s: setattr(s, "cases", []), "1..1024"),
+])
+def test_writer_rejects_bad_suites(suite, mutate, message):
+    import copy
+
+    s = copy.deepcopy(suite)
+    mutate(s)
+    with pytest.raises(ValueError, match=message):
+        S.write_suite(s)
+
+
+def _recrc(data: bytearray) -> bytes:
+    struct.pack_into("<I", data, 40, zlib.crc32(bytes(data[48:])))
+    return bytes(data)
+
+
+def test_reader_rejects_corruption(suite):
+    data = S.write_suite(suite)
+    with pytest.raises(ValueError, match="CRC"):
+        S.read_suite(data[:-16])
+    flipped = bytearray(data)
+    flipped[-1] ^= 1
+    with pytest.raises(ValueError, match="CRC"):
+        S.read_suite(bytes(flipped))
+    with pytest.raises(ValueError, match="XTSP"):
+        S.read_suite(b"XTSB" + data[4:])
+    bad_dims = bytearray(data)
+    first_tensor = struct.unpack_from("<I", data, 48 + 8)[0]
+    struct.pack_into("<I", bad_dims, first_tensor + 32, 9)  # dims[0] 1 -> 9: size no longer matches
+    with pytest.raises(ValueError, match="input 0: .* do not match shape"):
+        S.read_suite(_recrc(bad_dims))
+
+
+# ------------------------------------------------------------------ host runner
+def test_host_runner_passes_and_prints_one_line_per_case(suite):
+    recs, lines = _run(S.write_suite(suite))
+    assert lines[0].startswith("ESPNN_BEGIN v=1 mode=pte ") and lines[-1].startswith("ESPNN_END v=1 mode=pte ")
+    results = [r for r in recs if r["kind"] == "RESULT"]
+    assert [r["case"] for r in results] == ["case0", "case1"]
+    for r in results:
+        assert r["status"] == "pass" and r["runs"] == 2 and r["tolerance"] == "exact"
+        assert r["us_min"] <= r["us_mean"] <= r["us_max"] and r["cycles_mean"] is None
+    assert recs[-1] == {"kind": "END", "v": 1, "mode": "pte", "cases": 2, "passed": 2, "failed": 0}
+    assert parse_results("\n".join(lines)) == recs
+
+
+def test_host_runner_reports_the_first_differing_element(suite):
+    import copy
+
+    s = copy.deepcopy(suite)
+    exp = s.cases[1].expected[0].reshape(-1)
+    exp[5] = np.nextafter(exp[5], np.float32(np.inf))  # one ULP off
+    recs, lines = _run(S.write_suite(s))
+    r = [r for r in recs if r["kind"] == "RESULT"]
+    assert r[0]["status"] == "pass"
+    assert r[1]["status"] == "mismatch" and r[1]["stage"] == "verify"
+    assert (r[1]["output"], r[1]["element"], r[1]["diff_elements"], r[1]["of"]) == (0, 5, 1, 4 * 8 * 8)
+    assert r[1]["expected"] == "0x" + struct.pack(">f", exp[5]).hex()
+    assert "us_mean" not in r[1]  # nothing is timed after a failed verification
+    assert recs[-1]["failed"] == 1
+
+
+def test_tolerance_accepts_a_float_output_within_atol(suite):
+    import copy
+
+    s = copy.deepcopy(suite)
+    s.cases[0].expected[0] = s.cases[0].expected[0] + np.float32(1e-3)
+    s.cases[0].atol = 2e-3
+    s.cases[1].expected[0] = s.cases[1].expected[0] + np.float32(1e-2)
+    s.cases[1].atol = 2e-3
+    recs, _ = _run(S.write_suite(s))
+    r = [r for r in recs if r["kind"] == "RESULT"]
+    assert (r[0]["status"], r[0]["tolerance"]) == ("pass", "atol")
+    assert r[1]["status"] == "mismatch"
+
+
+def test_host_runner_errors_are_result_lines(suite):
+    import copy
+
+    s = copy.deepcopy(suite)
+    s.method = "missing"
+    recs, _ = _run(S.write_suite(s))
+    assert {r["stage"] for r in recs if r["kind"] == "RESULT"} == {"method"}
+    s = copy.deepcopy(suite)
+    s.cases[0].inputs = [np.zeros((1, 3, 4, 4), np.float32)]
+    recs, _ = _run(S.write_suite(s))
+    r = [r for r in recs if r["kind"] == "RESULT"]
+    assert r[0]["status"] == "error" and r[0]["stage"] == "execute" and r[1]["status"] == "pass"
+    s = copy.deepcopy(suite)
+    s.pte = b"\0" * 64
+    recs, _ = _run(S.write_suite(s))
+    assert {r["stage"] for r in recs if r["kind"] == "RESULT"} == {"load"}
+    recs, lines = _run(b"XTSP" + b"\0" * 60)
+    assert recs[0]["kind"] == "SUITE_ERROR" and "msg" in recs[0] and recs[-1]["failed"] == 1
+
+
+def test_cli_pack_inspect_run(pte, tmp_path, capsys):
+    (tmp_path / "m.pte").write_bytes(pte)
+    out = tmp_path / "s.xtsp"
+    assert S.main(["pack", str(tmp_path / "m.pte"), "-o", str(out), "--cases", "2", "--runs", "1"]) == 0
+    assert S.main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "m_0: inputs [float32[1, 3, 8, 8]] -> outputs [float32[1, 4, 8, 8]], runs 1" in text
+    assert S.main(["run", str(out)]) == 0
+    assert "ESPNN_END v=1 mode=pte cases=2 passed=2 failed=0" in capsys.readouterr().out
