@@ -17,27 +17,11 @@ import sys
 from pathlib import Path
 
 import torch
-from torch import nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from executorch_espnn import EspNNQuantizer, delegation_report, to_espnn_edge
 from executorch_espnn.host_run import run_edge_program
-
-
-class TinyCNN(nn.Module):
-    def __init__(self, classes: int = 10):
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
-            nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU6(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-        )
-        self.head = nn.Linear(32, classes)
-
-    def forward(self, x):
-        return torch.softmax(self.head(torch.flatten(self.features(x), 1)), dim=-1)
+from executorch_espnn.models import tiny_cnn  # the CLI's bundled default model
 
 
 def main(argv=None) -> int:
@@ -45,9 +29,8 @@ def main(argv=None) -> int:
     parser.add_argument("--output", type=Path, default=Path("build/quantize_and_lower/model.pte"))
     args = parser.parse_args(argv)
 
+    model, example = tiny_cnn()
     torch.manual_seed(0)
-    model = TinyCNN().eval()
-    example = (torch.randn(1, 3, 32, 32),)
 
     # 1. Export and quantize (batch norm is folded by prepare_pt2e).
     graph = torch.export.export(model, example).module(check_guards=False)

@@ -1,0 +1,36 @@
+"""A small model zoo for examples, tests and the CLI.
+
+Every function returns ``(model, example_inputs)``: an ``nn.Module`` in eval
+mode and a tuple of example input tensors — the ``module:function`` contract
+of ``espnn compile`` (``executorch_espnn.models:ds_cnn``). Weights are random
+(deterministic from ``seed``; no pretrained weights ship); networks with batch
+norm have their statistics settled on random inputs so int8 ranges look like a
+trained network's (see ``settle_batch_norm``).
+
+==========================  =====================  ===========================
+function                    input                  on ESP-NN
+==========================  =====================  ===========================
+tiny_cnn()                  [1,3,32,32]            everything (the CLI default)
+digits_cnn()                [1,1,8,8]              everything
+ds_cnn()                    [1,1,49,10] MFCCs      everything
+mobilenet_v2(...)           [1,3,224,224]          everything
+mobilenet_v3_small(...)     [1,3,224,224]          see the delegation report
+small_vit(...)              [1,3,32,32]            all but layer norm/matmuls
+==========================  =====================  ===========================
+
+torch is imported by this package (unlike ``executorch_espnn`` itself).
+"""
+
+from .blocks import conv_bn, make_divisible, settle_batch_norm
+from .ds_cnn import DSCNN, ds_cnn
+from .mobilenet_v2 import InvertedResidual, MobileNetV2, mobilenet_v2
+from .mobilenet_v3 import MobileNetV3Small, mobilenet_v3_small
+from .small import DigitsCNN, TinyCNN, digits_cnn, tiny_cnn
+from .vit import SmallViT, small_vit
+
+#: name -> zoo function, for tools that list the zoo.
+ZOO = {f.__name__: f for f in (tiny_cnn, digits_cnn, ds_cnn, mobilenet_v2, mobilenet_v3_small, small_vit)}
+
+__all__ = ["ZOO", "DSCNN", "DigitsCNN", "InvertedResidual", "MobileNetV2", "MobileNetV3Small", "SmallViT",
+           "TinyCNN", "conv_bn", "digits_cnn", "ds_cnn", "make_divisible", "mobilenet_v2", "mobilenet_v3_small",
+           "settle_batch_norm", "small_vit", "tiny_cnn"]
