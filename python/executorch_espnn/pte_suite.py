@@ -351,7 +351,9 @@ def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None
     runtime: per case, load the method, run once and compare every output
     (:func:`compare`), and only when they match time N runs. Writes the same
     ``ESPNN_BEGIN/RESULT/END`` lines (v=1, mode=pte) and returns them parsed.
-    There are no cycle counter or heap statistics on the host ("na")."""
+    Figures the Python runtime does not expose are "na": cycle counter,
+    heap low-water mark, planned-buffer and method-pool bytes (the C++
+    runner of main/ prints them; tests/firmware builds it for the host)."""
     from .bundle import parse_result_line
 
     lines: list[str] = []
@@ -430,7 +432,8 @@ def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
         emit(f"{head} status=error stage=execute msg={str(e).splitlines()[0] if str(e) else 'failed'}")
         return False
     emit(f"{head} status=pass runs={runs} inputs={len(c.inputs)} outputs={len(c.expected)} "
-         f"tolerance={'exact' if not any(c.atols()) else 'atol'} heap_free_min=na "
+         f"tolerance={'exact' if not any(c.atols()) else 'atol'} program=inplace planned=na "
+         f"method_pool=na heap_free_min=na "
          f"cycles_min=na cycles_mean=na cycles_max=na us_min={int(min(times))} "
          f"us_mean={sum(times) / len(times):.3f} us_max={int(max(times))}")
     return True

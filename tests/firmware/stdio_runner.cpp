@@ -16,6 +16,9 @@
 //                       makes instruction counts exactly repeatable)
 //     --selftest        run the platform layer's checks instead
 //     --print-format    print the bundle format constants (drift test)
+//     --print-pte-format  print the .pte suite format constants (drift test)
+//     --inspect-suite FILE  parse an XTSP .pte suite with the device parser
+//                       and print its cases (or SUITE_ERROR msg=...)
 //     --hello           run the component's examples/hello app_main instead
 //     --unaligned-probe load an int32 from an odd address (on Xtensa this
 //                       must trap: the control for the alignment tests)
@@ -29,6 +32,7 @@
 #include "espnn/bundle.h"
 #include "espnn/bundle_runner.h"
 #include "espnn/platform.h"
+#include "espnn/pte_suite.h"
 #include "stdio_pal.h"
 
 int RunPlatformSelftest();                // platform_selftest.cpp
@@ -126,6 +130,76 @@ void PrintFormat() {
   for (const auto& e : k) printf("%s=%lu\n", e.name, (unsigned long)e.value);
 }
 
+void PrintPteFormat() {
+  using namespace espnn::pte;
+  const struct {
+    const char* name;
+    uint32_t value;
+  } k[] = {{"MAGIC", kMagic}, {"VERSION", kVersion}, {"HEADER_SIZE", kHeaderSize},
+           {"HDR_MAGIC", kHdrMagic}, {"HDR_VERSION", kHdrVersion},
+           {"HDR_HEADER_SIZE", kHdrHeaderSize}, {"HDR_SUITE_SIZE", kHdrSuiteSize},
+           {"HDR_FLAGS", kHdrFlags}, {"HDR_PTE_OFFSET", kHdrPteOffset},
+           {"HDR_PTE_SIZE", kHdrPteSize}, {"HDR_METHOD_OFFSET", kHdrMethodOffset},
+           {"HDR_METHOD_SIZE", kHdrMethodSize}, {"HDR_CASE_COUNT", kHdrCaseCount},
+           {"HDR_CASE_TABLE", kHdrCaseTable}, {"HDR_CRC32", kHdrCrc32},
+           {"HDR_RESERVED", kHdrReserved}, {"CASE_RECORD_SIZE", kCaseRecordSize},
+           {"CASE_NAME_OFFSET", kCaseNameOffset}, {"CASE_NAME_SIZE", kCaseNameSize},
+           {"CASE_INPUTS_TABLE", kCaseInputsTable}, {"CASE_INPUT_COUNT", kCaseInputCount},
+           {"CASE_OUTPUTS_TABLE", kCaseOutputsTable}, {"CASE_OUTPUT_COUNT", kCaseOutputCount},
+           {"CASE_RUNS", kCaseRuns}, {"CASE_FLAGS", kCaseFlags},
+           {"TENSOR_RECORD_SIZE", kTensorRecordSize}, {"TENSOR_DTYPE", kTensorDtype},
+           {"TENSOR_RANK", kTensorRank}, {"TENSOR_DATA_OFFSET", kTensorDataOffset},
+           {"TENSOR_DATA_SIZE", kTensorDataSize}, {"TENSOR_ATOL", kTensorAtol},
+           {"TENSOR_FLAGS", kTensorFlags}, {"TENSOR_RESERVED0", kTensorReserved0},
+           {"TENSOR_RESERVED1", kTensorReserved1}, {"TENSOR_DIMS", kTensorDims},
+           {"PTE_ALIGNMENT", kPteAlignment}, {"DATA_ALIGNMENT", kDataAlignment},
+           {"MAX_CASES", kMaxCases}, {"MAX_NAME_BYTES", kMaxNameBytes},
+           {"MAX_METHOD_BYTES", kMaxMethodBytes}, {"MAX_TENSORS", kMaxTensors},
+           {"MAX_RANK", kMaxRank}, {"MAX_RUNS", kMaxRuns}};
+  for (const auto& e : k) printf("%s=%lu\n", e.name, (unsigned long)e.value);
+  for (uint32_t code = 0; code < 16; ++code)
+    if (DtypeSize(code)) printf("DTYPE_%s=%lu\n", DtypeName(code), (unsigned long)code);
+}
+
+void PrintTensor(const espnn::pte::Tensor& t) {
+  printf(" %s[", espnn::pte::DtypeName(t.dtype));
+  for (uint32_t d = 0; d < t.rank; ++d) printf(d ? ",%lu" : "%lu", (unsigned long)t.dims[d]);
+  printf("]");
+  if (t.atol > 0.0f) printf("~%g", (double)t.atol);
+}
+
+// The device parser's view of a suite, for comparison with pte_suite.py.
+int InspectSuite(const char* path) {
+  void* block = nullptr;
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  if (!ReadFile(path, 0, &block, &data, &size)) {
+    fprintf(stderr, "bundle_runner: cannot read %s\n", path);
+    return 2;
+  }
+  espnn::pte::Suite suite;
+  const espnn::Status s = espnn::pte::ParseSuite(data, size, &suite);
+  if (!s.ok()) {
+    printf("SUITE_ERROR msg=%s\n", s.message());
+    free(block);
+    return 1;
+  }
+  printf("SUITE method=%s pte_bytes=%lu pte_crc=%08lx cases=%lu\n", suite.method(),
+         (unsigned long)suite.pte_size(),
+         (unsigned long)espnn::bundle::Crc32(suite.pte(), suite.pte_size()),
+         (unsigned long)suite.num_cases());
+  for (uint32_t i = 0; i < suite.num_cases(); ++i) {
+    const espnn::pte::Case c = suite.case_at(i);
+    printf("CASE %.*s runs=%lu in", (int)c.name_size, c.name, (unsigned long)c.runs);
+    for (uint32_t k = 0; k < c.input_count; ++k) PrintTensor(suite.input(c, k));
+    printf(" out");
+    for (uint32_t k = 0; k < c.output_count; ++k) PrintTensor(suite.output(c, k));
+    printf("\n");
+  }
+  free(block);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,6 +233,11 @@ int main(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "--unaligned-probe") == 0) {
       return UnalignedProbe();
+    } else if (strcmp(a, "--print-pte-format") == 0) {
+      PrintPteFormat();
+      return 0;
+    } else if (strcmp(a, "--inspect-suite") == 0 && i + 1 < argc) {
+      return InspectSuite(argv[i + 1]);
     } else if (strcmp(a, "--print-format") == 0) {
       PrintFormat();
       return 0;
