@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz_parse, fuzz_run) with clang, ASan and
-# UBSan (-fno-sanitize-recover=all), in 64-bit and in 32-bit (-m32) form:
+# Builds the libFuzzer targets (fuzz_parse, fuzz_run; fuzz_et_glue in the
+# 64-bit variant when the executorch wheel is importable by $PYTHON, default
+# python3) with clang, ASan and UBSan (-fno-sanitize-recover=all), in 64-bit
+# and in 32-bit (-m32) form:
 #
 #   host/fuzz/build.sh BUILD_ROOT [x86_64] [i386]     (default: both)
 #
@@ -20,6 +22,7 @@ root=$(cd "$root" && pwd)
 : >"$root/skipped"
 
 CC=${CC:-clang}
+PYTHON=${PYTHON:-$(command -v python3 || true)}
 CXX=${CXX:-clang++}
 SAN="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 
@@ -65,6 +68,7 @@ for v in "${variants[@]}"; do
   # only the fuzz executables link libFuzzer itself.
   if ! (env -u ESPNN_DIR CC="$CC" CXX="$CXX" cmake -S "$here/.." -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=None \
           -DESPNN_BUILD_PYTHON=OFF -DESPNN_BUILD_TOOLS=OFF -DESPNN_BUILD_FUZZERS=ON \
+          ${PYTHON:+"-DPython_EXECUTABLE=$PYTHON"} \
           "-DCMAKE_C_FLAGS=$flags -fsanitize=fuzzer-no-link" "-DCMAKE_CXX_FLAGS=$flags -fsanitize=fuzzer-no-link" \
           "-DCMAKE_EXE_LINKER_FLAGS=$flags" >"$b.configure.log" 2>&1 &&
         cmake --build "$b" --target fuzz_parse fuzz_run lifecycle_check -j "$(nproc)" >"$b.build.log" 2>&1); then
@@ -73,7 +77,16 @@ for v in "${variants[@]}"; do
     failed=1
     continue
   fi
-  echo "built fuzz $v: $b/fuzz/fuzz_parse $b/fuzz/fuzz_run"
+  # The ExecuTorch glue target exists only where the wheel could be used.
+  if grep -q "fuzz_et_glue: skipped" "$b.configure.log"; then
+    echo "SKIP fuzz $v et_glue: $(sed -n 's/.*fuzz_et_glue: skipped (\(.*\))/\1/p' "$b.configure.log" | tail -1)" | tee -a "$root/skipped"
+  elif ! cmake --build "$b" --target fuzz_et_glue -j "$(nproc)" >>"$b.build.log" 2>&1; then
+    echo "FAIL fuzz $v: fuzz_et_glue build failed; see $b.build.log" >&2
+    tail -30 "$b.build.log" >&2 || true
+    failed=1
+    continue
+  fi
+  echo "built fuzz $v: $(cd "$b/fuzz" && ls fuzz_* 2>/dev/null | grep -v '\.' | tr '\n' ' ')"
   built=$((built + 1))
 done
 [ "$failed" -eq 0 ] && [ "$built" -gt 0 ]

@@ -5,11 +5,15 @@
 // is available to it) and for the host (host/CMakeLists.txt, linked against
 // the libexecutorch.so of the executorch wheel).
 //
-// Memory: init() takes everything from the method's runtime allocator — the
-// handle, the arena, the scratch buffer and, when the payload is not 16-byte
-// aligned, an aligned copy of it (the processed buffer is then freed). An
-// aligned payload is used in place (constants are read from it while the
-// method lives), so it is not freed. execute() allocates nothing.
+// Memory (Kconfig ESPNN_MEMORY_SOURCE; see MemorySource below): init() takes
+// the handle, the arena, the scratch buffer and, when the payload is not
+// 16-byte aligned, an aligned copy of it either from the method's runtime
+// allocator (default; freed with the method) or from espnn_pal_malloc
+// (heap_caps on the chip, internal RAM or PSRAM first; the host's
+// platform_host.cpp), freed by destroy(). Once the payload was copied
+// nothing points into the processed buffer and it is freed; an aligned
+// payload is used in place (constants are read from it while the method
+// lives), so it is kept. execute() allocates nothing.
 //
 // Threading: see KernelLock in espnn/executorch_backend.h.
 #include "espnn/executorch_backend.h"
@@ -27,8 +31,10 @@
 
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+#include "espnn/platform.h"
 
 #ifdef ESP_PLATFORM
+#include "sdkconfig.h"  // CONFIG_ESPNN_MEMORY_*
 #include "freertos/FreeRTOS.h"
 #include "freertos/semphr.h"
 #else
@@ -86,12 +92,56 @@ using executorch::runtime::Span;
 
 constexpr size_t kAlign = 16;  // blob, arena and scratch (ESP-NN SIMD loads)
 
-// Lives in the runtime allocator; destroy() runs the destructor, the memory
-// goes with the method.
+// Where init() takes its memory from. The default is the method's runtime
+// allocator: nothing to free, the memory goes with the method. The heap_caps
+// choices of Kconfig (on the host: the same CONFIG_ symbols as compile
+// definitions, so the host tests run this path too) use espnn_pal_malloc
+// with a placement preference; those blocks are freed by destroy().
+#if defined(CONFIG_ESPNN_MEMORY_INTERNAL_FIRST) && defined(CONFIG_ESPNN_MEMORY_PSRAM_FIRST)
+#error "CONFIG_ESPNN_MEMORY_INTERNAL_FIRST and CONFIG_ESPNN_MEMORY_PSRAM_FIRST are exclusive"
+#elif defined(CONFIG_ESPNN_MEMORY_INTERNAL_FIRST)
+constexpr bool kHeapMemory = true;
+constexpr espnn_mem_pref_t kHeapPreference = ESPNN_MEM_INTERNAL_FIRST;
+#elif defined(CONFIG_ESPNN_MEMORY_PSRAM_FIRST)
+constexpr bool kHeapMemory = true;
+constexpr espnn_mem_pref_t kHeapPreference = ESPNN_MEM_PSRAM_FIRST;
+#else
+constexpr bool kHeapMemory = false;
+constexpr espnn_mem_pref_t kHeapPreference = ESPNN_MEM_INTERNAL_FIRST;  // unused
+#endif
+
+class MemorySource {
+ public:
+  explicit MemorySource(MemoryAllocator* runtime_allocator) : allocator_(runtime_allocator) {}
+  // 16-byte aligned (espnn_pal_malloc's guarantee, kAlign for the allocator).
+  void* Allocate(size_t bytes) const {
+    if (kHeapMemory) return espnn_pal_malloc(bytes, kHeapPreference);
+    return allocator_->allocate(bytes, kAlign);
+  }
+  static void Free(void* p) {
+    if (kHeapMemory && p != nullptr) espnn_pal_free(p);
+  }
+
+ private:
+  MemoryAllocator* allocator_;
+};
+
+// The delegate handle. With the runtime allocator destroy() only runs the
+// destructor; with the heap it also frees the blocks and the handle itself.
 struct DelegateState {
   Model model;
   Interpreter interpreter;
+  void* payload_copy = nullptr;  // aligned copy of a misaligned payload
+  void* arena = nullptr;
+  void* scratch = nullptr;
 };
+
+void DestroyState(DelegateState* state) {
+  void* blocks[3] = {state->payload_copy, state->arena, state->scratch};
+  state->~DelegateState();
+  for (void* b : blocks) MemorySource::Free(b);
+  MemorySource::Free(state);
+}
 
 ScalarType ToScalarType(xts3::DType d) {
   switch (d) {
@@ -168,55 +218,57 @@ class EspNNBackend final : public BackendInterface {
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
                                ArrayRef<CompileSpec> /*compile_specs: all AOT*/) const override {
     MemoryAllocator* allocator = context.get_runtime_allocator();
-    if (allocator == nullptr || processed == nullptr || processed->data() == nullptr) {
+    if ((!kHeapMemory && allocator == nullptr) || processed == nullptr || processed->data() == nullptr) {
       ET_LOG(Error, "EspNNBackend: init without a runtime allocator or payload");
       return Error::InvalidArgument;
     }
-    const void* blob = processed->data();
-    const size_t size = processed->size();
-    bool copied = false;
-    if (reinterpret_cast<uintptr_t>(blob) % kAlign != 0) {
-      void* copy = allocator->allocate(size, kAlign);
-      if (copy == nullptr) {
-        ET_LOG(Error, "EspNNBackend: no memory for a %u-byte aligned copy of the payload", (unsigned)size);
-        return Error::MemoryAllocationFailed;
-      }
-      memcpy(copy, blob, size);
-      blob = copy;
-      copied = true;
-    }
-
-    DelegateState* state = allocator->allocateInstance<DelegateState>();
-    if (state == nullptr) {
+    const MemorySource memory(allocator);
+    void* state_mem = memory.Allocate(sizeof(DelegateState));
+    if (state_mem == nullptr) {
       ET_LOG(Error, "EspNNBackend: no memory for the delegate handle");
       return Error::MemoryAllocationFailed;
     }
-    new (state) DelegateState();
+    DelegateState* state = new (state_mem) DelegateState();
+
+    const void* blob = processed->data();
+    const size_t size = processed->size();
+    if (reinterpret_cast<uintptr_t>(blob) % kAlign != 0) {
+      state->payload_copy = memory.Allocate(size);
+      if (state->payload_copy == nullptr) {
+        ET_LOG(Error, "EspNNBackend: no memory for a %u-byte aligned copy of the payload", (unsigned)size);
+        DestroyState(state);
+        return Error::MemoryAllocationFailed;
+      }
+      memcpy(state->payload_copy, blob, size);
+      blob = state->payload_copy;
+    }
 
     Status s = ParseModel(blob, size, &state->model);
     if (!s.ok()) {
       ET_LOG(Error, "EspNNBackend: payload rejected: %s", s.message());
-      state->~DelegateState();
+      DestroyState(state);
       return s.code() == StatusCode::kUnsupportedVersion ? Error::DelegateInvalidCompatibility
                                                          : Error::InvalidProgram;
     }
     const MemoryRequirements req = ComputeMemoryRequirements(state->model);
-    void* arena = req.arena_bytes ? allocator->allocate(req.arena_bytes, kAlign) : nullptr;
-    void* scratch = req.scratch_bytes ? allocator->allocate(req.scratch_bytes, kAlign) : nullptr;
-    if ((req.arena_bytes && arena == nullptr) || (req.scratch_bytes && scratch == nullptr)) {
+    if (req.arena_bytes) state->arena = memory.Allocate(req.arena_bytes);
+    if (req.scratch_bytes) state->scratch = memory.Allocate(req.scratch_bytes);
+    if ((req.arena_bytes && state->arena == nullptr) || (req.scratch_bytes && state->scratch == nullptr)) {
       ET_LOG(Error, "EspNNBackend: no memory for the arena (%u bytes) and scratch (%u bytes)",
              (unsigned)req.arena_bytes, (unsigned)req.scratch_bytes);
-      state->~DelegateState();
+      DestroyState(state);
       return Error::MemoryAllocationFailed;
     }
-    s = state->interpreter.Init(&state->model, arena, req.arena_bytes, scratch, req.scratch_bytes);
+    s = state->interpreter.Init(&state->model, state->arena, req.arena_bytes, state->scratch,
+                                req.scratch_bytes);
     if (!s.ok()) {
       ET_LOG(Error, "EspNNBackend: interpreter init failed: %s", s.message());
-      state->~DelegateState();
+      DestroyState(state);
       return Error::InvalidProgram;
     }
-    // Nothing points into the processed buffer any more once it was copied.
-    if (copied) processed->Free();
+    // Nothing points into the processed buffer any more once it was copied;
+    // otherwise the model reads its constants from it: keep it.
+    if (state->payload_copy != nullptr) processed->Free();
     return state;
   }
 
@@ -260,7 +312,7 @@ class EspNNBackend final : public BackendInterface {
   }
 
   void destroy(DelegateHandle* handle) const override {
-    if (handle != nullptr) static_cast<DelegateState*>(handle)->~DelegateState();
+    if (handle != nullptr) DestroyState(static_cast<DelegateState*>(handle));
   }
 };
 

@@ -1,0 +1,51 @@
+"""Regenerates host/fuzz/corpus/et_glue/, the seeds of fuzz_et_glue:
+
+    PYTHONPATH=<dir with executorch_espnn, its _native and _et_backend> \
+        python host/fuzz/make_glue_corpus.py
+
+Seeds are real lowered payloads: the XTS3 blobs of the EspNNBackend delegates
+of the small programs in tests/hardening/et_programs.py (a fully delegated
+CNN, an MLP, a CPU-fallback program with two delegates), each prefixed with
+fuzz_et_glue's control byte (see fuzz_et_glue.cpp): 0x00 (aligned payload,
+matching tensors) and 0x41 (payload at an odd address, event tracer
+attached); the CNN's payload also once per tensor mismatch kind. The
+directory's contents are replaced; the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "host" / "fuzz" / "corpus" / "et_glue"
+sys.path.insert(0, str(REPO / "tests" / "hardening"))
+
+import et_programs  # noqa: E402
+
+ALIGNED_MATCHING, ODD_TRACED = 0x00, 0x41
+MISMATCHES = {1: "dtype", 2: "shape", 3: "rank", 4: "argcount", 5: "dimorder", 6: "nottensor", 7: "nulldata"}
+
+
+def main() -> int:
+    seeds: dict[str, bytes] = {}
+    for build in et_programs.ALL:
+        program = build()
+        for i, payload in enumerate(program.payloads):
+            stem = f"{program.name}_d{i}"
+            seeds[f"{stem}_aligned.seed"] = bytes([ALIGNED_MATCHING]) + payload
+            seeds[f"{stem}_odd_traced.seed"] = bytes([ODD_TRACED]) + payload
+            if program.name == "cnn":
+                for kind, name in MISMATCHES.items():
+                    seeds[f"{stem}_{name}.seed"] = bytes([kind << 1]) + payload
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    for name, data in sorted(seeds.items()):
+        (OUT / name).write_bytes(data)
+    print(f"{len(seeds)} seeds, {sum(map(len, seeds.values()))} bytes in {OUT.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
