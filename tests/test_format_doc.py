@@ -103,3 +103,14 @@ def test_limits():
 
 def test_version_range():
     assert f"today {fmt.MIN_FORMAT_VERSION}..{fmt.FORMAT_VERSION}" in TEXT
+
+
+@pytest.mark.parametrize("name", sorted(fmt.OPCODES))
+def test_op_section_states_its_arena_aliasing(name):
+    """xts3_format.h's ESPNN_XTS3_ALIASING: ops that may alias say so, others do not."""
+    mode = fmt.OPCODES[name]["aliasing"]
+    _, body = op_sections()[name]
+    if mode == "NONE":
+        assert "Arena aliasing:" not in body
+    else:
+        assert f"Arena aliasing: {mode} " in body

@@ -359,18 +359,32 @@ def lifetimes(summary: dict) -> dict[int, tuple[int, int]]:
     return life
 
 
+def in_place_pairs(summary: dict) -> set[tuple[int, int]]:
+    """(input, output) pairs of IN_PLACE ops (the format's aliasing table):
+    the output may coincide exactly with that input if the input's lifetime
+    ends at the op."""
+    return {(t, op["outputs"][0]) for op in summary["ops"] if fmt.OPCODES[op["op"]]["aliasing"] == "IN_PLACE"
+            for t in op["inputs"] if t is not None}
+
+
 def plan_conflicts(summary: dict, offsets: dict[int, int]) -> list[tuple[int, int]]:
     """Pairs of tensors whose lifetimes intersect and whose arena bytes
-    overlap (for graphs without RESHAPE, the one op that may alias)."""
-    assert all(op["op"] != "RESHAPE" for op in summary["ops"])
+    overlap (for graphs without RESHAPE, whose view alias is not modelled
+    here), except an IN_PLACE op's output on exactly the bytes of an input
+    whose lifetime ends at that op."""
+    assert all(fmt.OPCODES[op["op"]]["aliasing"] != "VIEW" for op in summary["ops"])
     life = lifetimes(summary)
     nbytes = {t["index"]: t["nbytes"] for t in summary["tensors"]}
+    in_place = in_place_pairs(summary)
     ts = sorted(life)
     out = []
     for i, a in enumerate(ts):
         for b in ts[i + 1:]:
             (fa, la), (fb, lb) = life[a], life[b]
             if fa <= lb and fb <= la and offsets[a] < offsets[b] + nbytes[b] and offsets[b] < offsets[a] + nbytes[a]:
+                exact = offsets[a] == offsets[b] and nbytes[a] == nbytes[b]
+                if exact and ((a, b) in in_place and la == fb or (b, a) in in_place and lb == fa):
+                    continue
                 out.append((a, b))
     return out
 

@@ -107,6 +107,15 @@ py::dict OpDict(const OpInfo& op) {
   return d;
 }
 
+const char* AliasingName(Aliasing a) {
+  switch (a) {
+    case Aliasing::VIEW: return "VIEW";
+    case Aliasing::IN_PLACE: return "IN_PLACE";
+    case Aliasing::NONE: break;
+  }
+  return "NONE";
+}
+
 // A parsed blob that can be run repeatedly: owns aligned copies of the
 // blob, the arena and the scratch buffer, like the device glue does.
 class Program {
@@ -257,6 +266,7 @@ void BindFormatConstants(py::module_& m) {
                                {"max_inputs", imax}, {"min_outputs", omin},                 \
                                {"max_outputs", omax}, {"optional_inputs", opt}});           \
     d["params"] = py::tuple(py::cast(ParamNames(Opcode::name)));                            \
+    d["aliasing"] = AliasingName(OpAliasing(Opcode::name));                                 \
     opcodes[#name] = d;                                                                     \
   }
   ESPNN_XTS3_OPS(ESPNN_X)

@@ -4,8 +4,10 @@ that another tensor still needs (parser.cpp, CheckArenaPlan).
 Lifetimes are in execution order: a graph input is live from the start, an
 op's output from its op, and every tensor until the last op that reads it;
 graph outputs are live to the end. Two tensors whose lifetimes intersect
-must not share arena bytes, with one exception: RESHAPE's output may occupy
-exactly its input's bytes (a view). The blobs are built by hand with fixed
+must not share arena bytes, with two exceptions (xts3_format.h,
+ESPNN_XTS3_ALIASING): RESHAPE's output may occupy exactly its input's bytes
+(a view), and an IN_PLACE op's output (ADD, MUL, HARD_SWISH, LUT,
+REQUANTIZE) exactly the bytes of an input that dies at that op. The blobs are built by hand with fixed
 offsets (Xts3Writer.tensor(..., offset=...)); the arena-plan mutations of
 tests/xts3_mutations.py check the rule against an independent Python
 statement of it and also run through the -m32 and sanitizer builds.
@@ -119,16 +121,151 @@ def test_partial_overlap_is_an_overlap():
                         rf"tensor {a} \(arena \[0, \+32\)\), still live .*", rejected(w.to_bytes()))
 
 
-def test_in_place_elementwise_is_rejected():
-    """Only RESHAPE may alias; an op's output over its own input is refused
-    (no kernel here promises in-place safety)."""
+IN_PLACE_OPS = sorted(n for n, d in _native.OPCODES.items() if d["aliasing"] == "IN_PLACE")
+
+
+def test_the_in_place_ops_are_the_elementwise_ones():
+    assert IN_PLACE_OPS == ["ADD", "HARD_SWISH", "LUT", "MUL", "REQUANTIZE"]
+    assert _native.OPCODES["RESHAPE"]["aliasing"] == "VIEW"
+
+
+def elementwise(w: Xts3Writer, name: str, a: int, out: int, other: int | None = None) -> None:
+    """One IN_PLACE op reading `a` (and `other` for ADD/MUL) into `out`."""
+    other = a if other is None else other
+    if name == "ADD":
+        add(w, a, other, out)
+    elif name == "MUL":
+        w.op("MUL", [a, other], [out], input1_offset=0, input2_offset=0, output_offset=0,
+             output_mult=1 << 30, output_shift=-3, act_min=-128, act_max=127)
+    elif name == "REQUANTIZE":
+        w.op("REQUANTIZE", [a], [out], input_zero_point=0, output_zero_point=3, mult=1 << 30, shift=0)
+    elif name == "LUT":
+        w.op("LUT", [a, w.constant(np.arange(256, dtype=np.uint8).astype(np.int8)[::-1].copy())], [out])
+    elif name == "HARD_SWISH":
+        w.op("HARD_SWISH", [a], [out], input_zero_point=0, output_zero_point=0, **qp.hard_swish_params(0.1, 0.1))
+
+
+def in_place_graph(name: str, in_place: bool, shape=(4, 4), other_shape=None) -> tuple[bytes, list]:
+    """x -> REQUANTIZE -> a -> op -> out, with out on a's bytes or beside them."""
+    w = Xts3Writer()
+    x, a = w.tensor(shape, offset=0), w.tensor(shape, offset=16)
+    ins = [x]
+    other = None
+    if other_shape is not None:
+        other = w.tensor(other_shape, offset=48)
+        ins.append(other)
+    out = w.tensor(shape, offset=16 if in_place else 32)
+    requant(w, x, a)
+    elementwise(w, name, a, out, other)
+    w.set_inputs(ins)
+    w.set_outputs([out])
+    data = [X.reshape(shape)] + ([np.arange(other_shape[-1], dtype=np.int8) - 2] if other_shape else [])
+    return w.to_bytes(), data
+
+
+@pytest.mark.parametrize("name", IN_PLACE_OPS)
+def test_in_place_elementwise_is_allowed_when_the_input_dies(name):
+    """Output exactly on the dying input: accepted, and the kernel computes
+    the same numbers as with disjoint bytes (it reads element i before it
+    writes element i)."""
+    blob, data = in_place_graph(name, True)
+    ref_blob, _ = in_place_graph(name, False)
+    (got,) = _native.Program(blob).run(data)
+    (want,) = _native.Program(ref_blob).run(data)
+    np.testing.assert_array_equal(got, want)
+    assert _native.Program(blob).arena_bytes < _native.Program(ref_blob).arena_bytes
+
+
+@pytest.mark.parametrize("name", ["ADD", "MUL"])
+def test_in_place_over_the_full_operand_of_a_broadcast(name):
+    """[4,4] (+|*) [4]: the output may take the [4,4] operand's bytes."""
+    blob, data = in_place_graph(name, True, other_shape=(4,))
+    ref_blob, _ = in_place_graph(name, False, other_shape=(4,))
+    np.testing.assert_array_equal(_native.Program(blob).run(data)[0], _native.Program(ref_blob).run(data)[0])
+
+
+def test_in_place_over_an_input_read_later_is_rejected():
+    w = Xts3Writer()
+    a, b = w.tensor((16,), offset=0), w.tensor((16,), offset=0)
+    c = w.tensor((16,), offset=16)
+    requant(w, a, b)  # over a ...
+    add(w, a, b, c)  # ... which this ADD still reads
+    w.set_inputs([a])
+    w.set_outputs([c])
+    assert rejected(w.to_bytes()) == (f"arena plan: op 0 (REQUANTIZE) output 0 (tensor {b}, arena [0, +16)) "
+                                      f"overlaps tensor {a} (arena [0, +16)), an input of the same op that is "
+                                      "still live after it")
+
+
+def test_in_place_over_a_graph_output_is_rejected():
     w = Xts3Writer()
     a, b = w.tensor((16,), offset=0), w.tensor((16,), offset=0)
     requant(w, a, b)
     w.set_inputs([a])
+    w.set_outputs([a, b])
+    assert "an input of the same op that is still live after it" in rejected(w.to_bytes())
+
+
+def test_in_place_needs_an_exact_overlap():
+    w = Xts3Writer()
+    a, b = w.tensor((32,), offset=0), w.tensor((32,), offset=16)
+    requant(w, a, b)
+    w.set_inputs([a])
     w.set_outputs([b])
-    assert rejected(w.to_bytes()) == (f"arena plan: op 0 (REQUANTIZE) output 0 (tensor {b}, arena [0, +16)) "
+    assert rejected(w.to_bytes()).endswith(f"overlaps tensor {a} (arena [0, +32)), an input of the same op")
+
+
+def test_other_ops_may_not_run_in_place():
+    """A same-size pooling over its dying input: not in the format's IN_PLACE list."""
+    w = Xts3Writer()
+    a, b = w.tensor((1, 2, 2, 4), offset=0), w.tensor((1, 2, 2, 4), offset=0)
+    w.op("AVG_POOL2D", [a], [b], kernel_h=1, kernel_w=1, stride_h=1, stride_w=1, pad_top=0, pad_left=0,
+         act_min=-128, act_max=127)
+    w.set_inputs([a])
+    w.set_outputs([b])
+    assert rejected(w.to_bytes()) == (f"arena plan: op 0 (AVG_POOL2D) output 0 (tensor {b}, arena [0, +16)) "
                                       f"overlaps tensor {a} (arena [0, +16)), an input of the same op")
+
+
+def test_in_place_over_a_view_whose_base_is_live_is_rejected():
+    w = Xts3Writer()
+    a, v = w.tensor((16,), offset=0), w.tensor((4, 4), offset=0)
+    b, c = w.tensor((4, 4), offset=0), w.tensor((16,), offset=16)
+    w.op("RESHAPE", [a], [v])
+    requant(w, v, b)  # v dies here, but a (same bytes) is read below
+    requant(w, a, c)
+    w.set_inputs([a])
+    w.set_outputs([b, c])
+    assert rejected(w.to_bytes()).endswith(f"overlaps tensor {a} (arena [0, +16)), still live (read by a later op "
+                                           "or a graph output)")
+
+
+def test_writer_plans_elementwise_chains_in_place():
+    """requant -> hard-swish -> LUT -> add(x, x) on 64 bytes: one block."""
+    w = Xts3Writer()
+    x = w.tensor((64,))
+    a, b, c, d = (w.tensor((64,)) for _ in range(4))
+    requant(w, x, a)
+    elementwise(w, "HARD_SWISH", a, b)
+    elementwise(w, "LUT", b, c)
+    add(w, c, c, d)
+    w.set_inputs([x])
+    w.set_outputs([d])
+    offsets, arena = w.plan_arena()
+    assert arena == 64 and len({offsets[t] for t in (x, a, b, c, d)}) == 1
+    _native.Program(w.to_bytes())
+
+
+def test_writer_keeps_an_input_that_is_read_later_apart():
+    w = Xts3Writer()
+    x, a, b = w.tensor((64,)), w.tensor((64,)), w.tensor((64,))
+    requant(w, x, a)
+    add(w, x, a, b)  # x is read again: a may not take its bytes; b may take a's or x's
+    w.set_inputs([x])
+    w.set_outputs([b])
+    offsets, arena = w.plan_arena()
+    assert offsets[a] != offsets[x] and arena == 128
+    _native.Program(w.to_bytes())
 
 
 def test_reshape_may_not_overlap_its_input_partially():

@@ -358,11 +358,18 @@ Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_c
 // backwards over the ops with one bitset (the caller's, kMaxTensors bits):
 // no heap and O(#outputs x #tensors) time.
 //
-// The one alias allowed: RESHAPE's output may occupy exactly the bytes of
-// its input (a view; the kernel then copies nothing). It may then also
-// coincide exactly with other live tensors of that very range: by induction
-// on the writing order those are views of the same bytes too, since any
-// other exact coincidence was rejected when it was written.
+// Two aliases are allowed, by the op's Aliasing (xts3_format.h):
+//   * VIEW (RESHAPE): the output may occupy exactly the bytes of its input
+//     (the kernel then copies nothing). It may then also coincide exactly
+//     with other live tensors of that very range: by induction on the
+//     writing order those are views of the same bytes too, since any other
+//     exact coincidence was rejected when it was written.
+//   * IN_PLACE (elementwise ops): the output may occupy exactly the bytes
+//     of one of its own inputs that is not live after the op (no later op
+//     reads it, it is no graph output). Any other tensor on that range is
+//     live after the op and so still rejected below, which keeps the
+//     induction: live tensors sharing a range always hold the same bytes.
+// A partial overlap is never allowed.
 struct ArenaRange {
   uint32_t begin, end;  // [begin, end) in the arena; end <= arena_size < 2^31
 };
@@ -405,8 +412,9 @@ Status CheckArenaPlan(const Model& m, TensorBitset* live) {
     for (uint32_t k = 0; k < op.num_outputs; ++k) {
       const uint16_t o = op.outputs[k];
       const ArenaRange ro = RangeOf(m.tensor(o));
+      const Aliasing aliasing = OpAliasing(op.opcode);
       bool view = false;
-      if (op.opcode == Opcode::RESHAPE) {
+      if (aliasing == Aliasing::VIEW) {
         const TensorInfo in = m.tensor(op.inputs[0]);
         view = in.memory == Memory::ARENA && Same(RangeOf(in), ro);
       }
@@ -416,8 +424,13 @@ Status CheckArenaPlan(const Model& m, TensorBitset* live) {
         const TensorInfo ti = m.tensor(t);
         if (ti.memory != Memory::ARENA) continue;
         const ArenaRange rt = RangeOf(ti);
-        if (Overlap(ro, rt) && !(view && Same(ro, rt)))
-          return OverlapError(op, k, o, ro, t, rt, "an input of the same op");
+        if (!Overlap(ro, rt) || (view && Same(ro, rt))) continue;
+        // `live` holds the tensors live after op i at this point.
+        if (aliasing == Aliasing::IN_PLACE && Same(ro, rt) && !live->has(t)) continue;
+        return OverlapError(op, k, o, ro, t, rt,
+                            aliasing == Aliasing::IN_PLACE && Same(ro, rt)
+                                ? "an input of the same op that is still live after it"
+                                : "an input of the same op");
       }
       for (uint32_t j = k + 1; j < op.num_outputs; ++j) {
         const uint16_t t = op.outputs[j];

@@ -35,7 +35,8 @@ class ArenaStep:
 
 
 def _aliasing(opname: str) -> str:
-    return _native.OPCODES[opname].get("aliasing", "VIEW" if opname == "RESHAPE" else "NONE")
+    """NONE, VIEW or IN_PLACE (xts3_format.h's ESPNN_XTS3_ALIASING)."""
+    return _native.OPCODES[opname]["aliasing"]
 
 
 class _Liveness:

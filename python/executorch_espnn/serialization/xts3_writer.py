@@ -119,13 +119,11 @@ class Xts3Writer:
         return int(t)
 
     # -- arena -------------------------------------------------------------------
-    def plan_arena(self) -> tuple[dict[int, int], int]:
-        """Assigns arena offsets: tensors whose lifetimes overlap never share bytes.
-
-        Lifetime of a tensor = [step that writes it, last step that reads it];
-        graph inputs are written before step 0 and graph outputs read after the
-        last step. Greedy first-fit, largest tensors first.
-        """
+    def _lifetimes(self) -> tuple[dict[int, int], dict[int, int]]:
+        """[first, last] step of every arena tensor, as the parser defines
+        them: graph inputs are written before step 0 (-1), an op's outputs at
+        its step; last = the last step that reads it, len(ops) for a graph
+        output."""
         n_steps = len(self._ops)
         first = {t: -1 for t in self._inputs}
         last: dict[int, int] = {}
@@ -138,23 +136,93 @@ class Xts3Writer:
                     last[t] = max(last.get(t, step), step)
         for t in self._outputs:
             last[t] = n_steps
+        return first, last
+
+    def _alias_classes(self, last: dict[int, int], fixed: set[int]) -> dict[int, int]:
+        """tensor -> representative of the tensors that will share bytes.
+
+        The parser allows an output to coincide exactly with an input of a
+        VIEW op (RESHAPE), and with an input of an IN_PLACE op (elementwise)
+        when that input -- and every tensor already sharing its bytes -- is
+        not read after the op (xts3_format.h, ESPNN_XTS3_ALIASING). Tensors
+        with a caller-fixed offset are left alone."""
+        root = {i: i for i, t in enumerate(self._tensors) if t.memory == "ARENA"}
+        class_last = {i: last.get(i, -1) for i in root}
+
+        def find(t: int) -> int:
+            while root[t] != t:
+                root[t] = root[root[t]]
+                t = root[t]
+            return t
+
+        for step, op in enumerate(self._ops):
+            mode = fmt.OPCODES[op.name]["aliasing"]
+            if mode == "NONE" or op.outputs[0] in fixed:
+                continue
+            out = op.outputs[0]
+            for t in op.inputs:
+                if t == fmt.NO_TENSOR or t not in root or t in fixed:
+                    continue
+                if self._tensors[t].nbytes != self._tensors[out].nbytes:
+                    continue
+                r = find(t)
+                if mode == "IN_PLACE" and class_last[r] > step:
+                    continue  # its bytes are still needed after this op
+                root[find(out)] = r
+                class_last[r] = max(class_last[r], class_last[out])
+                break
+        return {t: find(t) for t in root}
+
+    def plan_arena(self) -> tuple[dict[int, int], int]:
+        """Assigns arena offsets: tensors whose lifetimes overlap never share
+        bytes, except the exact aliases the parser allows (views and
+        in-place elementwise ops; see _alias_classes), which are planned as
+        one block.
+
+        Greedy first-fit, tried in a few orders (largest first, then by
+        first use, then by size x lifetime); the smallest arena wins.
+        executorch_espnn.analysis.arena_lower_bound gives the bound these
+        plans are measured against.
+        """
+        n_steps = len(self._ops)
+        first, last = self._lifetimes()
         align = fmt.ARENA_ALIGNMENT
-        offsets: dict[int, int] = {}
-        placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
         arena = [i for i, t in enumerate(self._tensors) if t.memory == "ARENA"]
-        fixed = [i for i in arena if self._tensors[i].offset is not None]
-        for i in fixed:
-            offsets[i] = self._tensors[i].offset
-        for i in sorted((i for i in arena if i not in offsets), key=lambda i: -self._tensors[i].nbytes):
+        fixed = {i for i in arena if self._tensors[i].offset is not None}
+        cls = self._alias_classes(last, fixed)
+        # One block per class: the union of its members' lifetimes.
+        blocks: dict[int, list[int]] = {}  # root -> [first, last, size]
+        for i in arena:
+            if i in fixed:
+                continue
             lo, hi = first.get(i, -1), last.get(i, n_steps)
             size = _align(self._tensors[i].nbytes, align)
-            offset = 0
-            for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
-                if offset + size <= o:
-                    break
-                offset = max(offset, _align(e, align))
-            offsets[i] = offset
-            placed.append((offset, offset + size, lo, hi))
+            b = blocks.setdefault(cls[i], [lo, hi, size])
+            b[0], b[1], b[2] = min(b[0], lo), max(b[1], hi), max(b[2], size)
+        pinned = [(self._tensors[i].offset, self._tensors[i].offset + _align(self._tensors[i].nbytes, align),
+                   first.get(i, -1), last.get(i, n_steps)) for i in fixed]
+
+        def place(order: list[int]) -> tuple[dict[int, int], int]:
+            offsets: dict[int, int] = {}
+            placed = list(pinned)  # (offset, end, first, last)
+            for r in order:
+                lo, hi, size = blocks[r]
+                offset = 0
+                for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
+                    if offset + size <= o:
+                        break
+                    offset = max(offset, _align(e, align))
+                offsets[r] = offset
+                placed.append((offset, offset + size, lo, hi))
+            return offsets, max((p[1] for p in placed), default=0)
+
+        orders = [
+            sorted(blocks, key=lambda r: (-blocks[r][2], blocks[r][0], r)),
+            sorted(blocks, key=lambda r: (blocks[r][0], -blocks[r][2], r)),
+            sorted(blocks, key=lambda r: (-blocks[r][2] * (blocks[r][1] - blocks[r][0] + 1), r)),
+        ]
+        block_offsets, _ = min((place(o) for o in orders), key=lambda p: p[1])
+        offsets = {i: self._tensors[i].offset if i in fixed else block_offsets[cls[i]] for i in arena}
         arena_size = _align(max((offsets[i] + self._tensors[i].nbytes for i in arena), default=0), align)
         return offsets, arena_size
 

@@ -135,6 +135,36 @@ enum class Opcode : uint16_t {
 #undef ESPNN_X
 };
 
+// How an op's output may share arena bytes with one of its inputs. The
+// parser's arena-plan check enforces it (parser.cpp, CheckArenaPlan;
+// docs/xts3-format.md "Arena plan"):
+//   VIEW      the output may occupy exactly the bytes of its input, which
+//             may stay live (both name the same bytes; nothing is copied);
+//   IN_PLACE  the output may occupy exactly the bytes of an input that no
+//             later op reads and that is not a graph output. The kernel
+//             reads element i of every input before it writes element i of
+//             the output, and an input of the output's size is indexed like
+//             the output, so the exact overlap is safe (a partial one never
+//             is).
+// Every other op's output must be disjoint from all of its inputs.
+#define ESPNN_XTS3_ALIASING(X) \
+  X(RESHAPE, VIEW)             \
+  X(ADD, IN_PLACE)             \
+  X(MUL, IN_PLACE)             \
+  X(HARD_SWISH, IN_PLACE)      \
+  X(LUT, IN_PLACE)             \
+  X(REQUANTIZE, IN_PLACE)
+
+enum class Aliasing : uint8_t { NONE = 0, VIEW = 1, IN_PLACE = 2 };
+
+constexpr Aliasing OpAliasing(Opcode op) {
+#define ESPNN_X(name, mode) \
+  if (op == Opcode::name) return Aliasing::mode;
+  ESPNN_XTS3_ALIASING(ESPNN_X)
+#undef ESPNN_X
+  return Aliasing::NONE;
+}
+
 // ---------------------------------------------------------------- params
 // Each opcode's parameters are a fixed list of i32 words, named here once.
 // Fields ending in `_f32` hold the bit pattern of an IEEE-754 float32.

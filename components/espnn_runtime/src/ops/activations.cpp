@@ -39,6 +39,8 @@ uint32_t HardSwishScratch(const Model&, const OpInfo&) {
   return bytes > 0 ? (uint32_t)bytes : 0u;
 }
 
+// HARD_SWISH and LUT run in place (ESPNN_XTS3_ALIASING): both map element i
+// to element i (ESP-NN's S3 hard-swish builds its LUT in scratch first).
 Status EvalHardSwish(const OpInfo& op, const EvalContext& ctx) {
   const auto p = op.Params<HARD_SWISH_Params>();
   const TensorInfo in = ctx.tensor(op.inputs[0]);

@@ -249,6 +249,10 @@ void AddContiguous(const int8_t* a, const int8_t* b, int8_t* out, uint32_t n,
   }
 }
 
+// In place (xts3_format.h ESPNN_XTS3_ALIASING): the output may be exactly an
+// input of the output's size; every path (ESP-NN's contiguous kernels, the
+// broadcast runs) reads element i of both inputs before writing element i, and
+// such an input is indexed like the output.
 Status EvalAdd(const OpInfo& op, const EvalContext& ctx) {
   EvalBinary(ReadOperands(op, ctx), op.Params<ADD_Params>(), AddContiguous, AddOne);
   return Status::Ok();

@@ -95,6 +95,7 @@ Status ValidateRequantize(const Model& m, const OpInfo& op) {
   return ops::ExpectRange(p.shift, "shift", -31, 22);
 }
 
+// In place (ESPNN_XTS3_ALIASING): dst[i] is written after src[i] is read.
 Status EvalRequantize(const OpInfo& op, const EvalContext& ctx) {
   const auto p = op.Params<REQUANTIZE_Params>();
   const TensorInfo in = ctx.tensor(op.inputs[0]);
