@@ -1,22 +1,29 @@
-// Board runner app, bundle mode: finds the XTSB bundle (data partition,
-// memory-mapped, or embedded in the image), maps the Kconfig choices onto
-// the portable runner core (espnn::bundle::RunBundle, which verifies every
-// output bit-exactly before it times anything) and lets it print one result
-// line per case on the console.
+// Board runner app: finds the test file (data partition, memory-mapped, or
+// embedded in the image), maps the Kconfig choices onto the portable runner
+// core and lets it print one result line per case on the console.
+//   bundle mode: XTSB bundle -> espnn::bundle::RunBundle (ESP-NN runtime)
+//   .pte mode:   XTSP suite  -> espnn::pte::RunSuite (ExecuTorch + EspNNBackend)
+// Both verify every output before they time anything.
 //
 // Thin ESP-IDF glue: all logic lives in components/espnn_runtime/src/
-// bundle*.cpp and platform_common.cpp, which are built and run on the host
-// and on an emulated Xtensa core by tests/firmware. THIS FILE HAS NOT BEEN
-// BUILT: no ESP-IDF toolchain or board was available (docs/firmware.md).
+// (bundle*.cpp, pte_suite.cpp, platform_common.cpp) and main/pte_runner.cpp,
+// which tests/firmware builds and runs on the host (and, except the
+// ExecuTorch-dependent pte_runner.cpp, on an emulated Xtensa core). THIS
+// FILE HAS NOT BEEN BUILT: no ESP-IDF toolchain or board was available
+// (docs/firmware.md).
 #include <stdio.h>
 
 #include "esp_partition.h"
 #include "espnn/bundle.h"
 #include "espnn/bundle_runner.h"
 #include "espnn/platform.h"
+#include "espnn/pte_suite.h"
 #include "freertos/FreeRTOS.h"
 #include "freertos/task.h"
 #include "sdkconfig.h"
+#if CONFIG_ESPNN_RUNNER_MODE_PTE
+#include "pte_runner.h"
+#endif
 
 #if CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED
 // EMBED_FILES symbols; ESP-IDF gives them no particular alignment (the
@@ -34,10 +41,23 @@ using espnn::bundle::WeightPlacement;
 // Custom partition type of partitions.csv (0x40..0xFE are free for apps).
 constexpr esp_partition_type_t kBundlePartitionType = (esp_partition_type_t)0x40;
 
+#if CONFIG_ESPNN_RUNNER_MODE_PTE
+void BundleError(const char* msg) {
+  printf("ESPNN_SUITE_ERROR v=1 msg=%s\nESPNN_END v=1 mode=pte cases=0 passed=0 failed=1\n", msg);
+  fflush(stdout);
+}
+// Bytes of the test file from its header; 0 if it is not the mode's format.
+uint32_t PeekSize(const uint8_t* header, size_t n) { return espnn::pte::PeekSuiteSize(header, n); }
+#else
 void BundleError(const char* msg) {
   printf("ESPNN_BUNDLE_ERROR v=1 msg=%s\nESPNN_END v=1 cases=0 passed=0 failed=1\n", msg);
   fflush(stdout);
 }
+uint32_t PeekSize(const uint8_t* header, size_t n) { return espnn::bundle::PeekBundleSize(header, n); }
+#endif
+constexpr size_t kPeekBytes = espnn::pte::kHeaderSize > espnn::bundle::kHeaderSize
+                                  ? espnn::pte::kHeaderSize
+                                  : espnn::bundle::kHeaderSize;
 
 // Lets IDLE (task watchdog) and lower-priority tasks run during long suites.
 void YieldOneTick() { vTaskDelay(1); }
@@ -64,29 +84,29 @@ bool LocateBundle(BundleView* v) {
                 "' of type 0x40 (see partitions.csv)");
     return false;
   }
-  // Map only the bundle, not the whole partition (MMU pages are scarce).
-  uint8_t header[espnn::bundle::kHeaderSize];
+  // Map only the bundle/suite, not the whole partition (MMU pages are scarce).
+  uint8_t header[kPeekBytes];
   if (esp_partition_read(part, 0, header, sizeof(header)) != ESP_OK) {
     BundleError("cannot read the bundle partition");
     return false;
   }
-  const uint32_t size = espnn::bundle::PeekBundleSize(header, sizeof(header));
+  const uint32_t size = PeekSize(header, sizeof(header));
   if (size == 0) {
-    BundleError("the bundle partition holds no XTSB bundle; write one with "
-                "idf.py -DESPNN_BUNDLE=/abs/path/bundle.bin bundle-flash");
+    BundleError("the partition holds no XTSB bundle (bundle mode) / XTSP suite (.pte mode); "
+                "write one with idf.py -DESPNN_BUNDLE=/abs/path/file bundle-flash");
     return false;
   }
   if (size > part->size) {
-    BundleError("bundle_size exceeds the bundle partition");
+    BundleError("the size in the header exceeds the partition");
     return false;
   }
   const void* ptr = nullptr;
   if (esp_partition_mmap(part, 0, size, ESP_PARTITION_MMAP_DATA, &ptr, &v->handle) != ESP_OK) {
-    BundleError("esp_partition_mmap of the bundle failed");
+    BundleError("esp_partition_mmap of the bundle partition failed");
     return false;
   }
   v->mapped = true;
-  v->data = (const uint8_t*)ptr;  // MMU page aligned: models run in place
+  v->data = (const uint8_t*)ptr;  // MMU page aligned: models / the .pte run in place
   v->size = size;
   return true;
 #endif
@@ -100,6 +120,24 @@ extern "C" void app_main(void) {
   if (!LocateBundle(&bundle)) return;
 
   PalPlatformConfig config;
+  config.idle_yield_us = 500000;
+  config.yield = YieldOneTick;
+
+#if CONFIG_ESPNN_RUNNER_MODE_PTE
+  // ExecuTorch's pools and the planned buffers come from espnn_pal_malloc.
+#if CONFIG_ESPNN_RUNNER_PTE_POOLS_PSRAM
+  config.activations = ESPNN_MEM_PSRAM_FIRST;
+#else
+  config.activations = ESPNN_MEM_INTERNAL_FIRST;
+#endif
+  config.weights = config.activations;  // an unaligned embedded .pte is copied there
+  espnn::pte::PteRunnerOptions options;
+  options.default_runs = CONFIG_ESPNN_RUNNER_DEFAULT_RUNS;
+  options.method_pool_bytes = (size_t)CONFIG_ESPNN_RUNNER_METHOD_POOL_KB * 1024u;
+  options.temp_pool_bytes = (size_t)CONFIG_ESPNN_RUNNER_TEMP_POOL_KB * 1024u;
+  espnn::bundle::PalRunnerPlatform platform(config);
+  espnn::pte::RunSuite(bundle.data, bundle.size, platform, options);
+#else
 #if CONFIG_ESPNN_MEMORY_PSRAM_FIRST
   config.activations = ESPNN_MEM_PSRAM_FIRST;
 #else
@@ -110,8 +148,6 @@ extern "C" void app_main(void) {
 #else
   config.weights = ESPNN_MEM_INTERNAL_FIRST;
 #endif
-  config.idle_yield_us = 500000;
-  config.yield = YieldOneTick;
 
   void* pool = nullptr;
 #if CONFIG_ESPNN_MEMORY_RUNTIME_ALLOCATOR
@@ -140,12 +176,10 @@ extern "C" void app_main(void) {
 
   espnn::bundle::PalRunnerPlatform platform(config);
   espnn::bundle::RunBundle(bundle.data, bundle.size, platform, options);
-
   espnn_pal_free(pool);
+#endif
+
 #if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION
   if (bundle.mapped) esp_partition_munmap(bundle.handle);
 #endif
-  // TODO(issue 4): .pte mode - load ExecuTorch .pte suites (portable kernels
-  // + EspNNBackend) with host-computed expected outputs and run them with the
-  // same verify-then-time rule and result lines.
 }

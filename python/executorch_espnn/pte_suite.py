@@ -19,6 +19,7 @@ the constants below match it).
 
     python -m executorch_espnn.pte_suite pack model.pte -o suite.xtsp [--cases 3]
     python -m executorch_espnn.pte_suite inspect suite.xtsp
+    python -m executorch_espnn.pte_suite extract suite.xtsp -o model.pte
     python -m executorch_espnn.pte_suite run suite.xtsp         # the host runner
 """
 
@@ -451,6 +452,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cases", type=int, default=1)
     p.add_argument("--runs", type=int, default=0)
     p.add_argument("--atol", type=float, default=0.0, help="tolerance for float outputs (default: bit-exact)")
+    x = sub.add_parser("extract", help="write the suite's .pte (e.g. for ExecuTorch's selective build)")
+    x.add_argument("suite", type=Path)
+    x.add_argument("-o", "--output", required=True, type=Path)
     i = sub.add_parser("inspect", help="list a suite's cases")
     i.add_argument("suite", type=Path)
     r = sub.add_parser("run", help="run a suite on the host's ExecuTorch runtime, as the board does")
@@ -463,6 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = write_suite(suite)
         args.output.write_bytes(data)
         print(f"wrote {args.output}: {len(suite.cases)} case(s), {len(data)} bytes")
+    elif args.cmd == "extract":
+        args.output.write_bytes(read_suite(args.suite.read_bytes()).pte)
     elif args.cmd == "inspect":
         s = read_suite(args.suite.read_bytes())
         print(f"pte {len(s.pte)} B, method {s.method}, {len(s.cases)} case(s)")

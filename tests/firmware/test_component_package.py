@@ -70,7 +70,8 @@ def test_archive_contents(packed):
     for required in ("CMakeLists.txt", "sources.cmake", "idf_component.yml", "Kconfig", "LICENSE",
                      "include/espnn/xts3_format.h", "include/espnn/bundle.h", "include/espnn/platform.h",
                      "src/parser.cpp", "src/bundle_runner.cpp", "src/platform_esp_idf.cpp",
-                     "src/platform_et_pal.cpp", "examples/hello/CMakeLists.txt",
+                     "src/platform_et_pal.cpp", "src/pte_suite.cpp", "include/espnn/pte_suite.h",
+                     "src/executorch/espnn_backend.cpp", "examples/hello/CMakeLists.txt",
                      "examples/hello/main/hello.cpp", "examples/hello/main/idf_component.yml"):
         assert required in files, (required, sorted(files))
     forbidden = [n for n in names if any(part in ("build", "tests", "__pycache__", "dist", "managed_components")

@@ -101,7 +101,8 @@ def test_esp_idf_glue_uses_only_portable_logic():
     its own (those are tested elsewhere)."""
     main = (REPO / "main/main.cpp").read_text()
     assert "RunBundle(" in main and "PeekBundleSize(" in main
-    for forbidden in ("memcmp", "LoadU32", "ESPNN_RESULT", "Crc32"):
+    assert "RunSuite(" in main and "PeekSuiteSize(" in main
+    for forbidden in ("memcmp", "LoadU32", "ESPNN_RESULT", "Crc32", "executorch::", "Program::"):
         assert forbidden not in main
     esp = (REPO / "components/espnn_runtime/src/platform_esp_idf.cpp").read_text()
     assert "AllocationOrder(" in esp and len(esp.splitlines()) < 150

@@ -96,7 +96,38 @@ def test_every_config_symbol_used_in_code_is_defined():
                              re.M))
     used = set()
     for p in [*(REPO / "components/espnn_runtime").rglob("*.cpp"), *(REPO / "components/espnn_runtime").rglob("*.h"),
-              REPO / "main/main.cpp", REPO / "main/CMakeLists.txt", REPO / "components/espnn_runtime/CMakeLists.txt",
+              *(REPO / "main").glob("*.cpp"), REPO / "main/CMakeLists.txt",
+              REPO / "components/espnn_runtime/CMakeLists.txt",
               *REPO.glob("sdkconfig.defaults*")]:
-        used |= set(re.findall(r"CONFIG_(ESPNN_\w+)", p.read_text()))
+        # (a trailing "_" is a prefix in a comment, e.g. CONFIG_ESPNN_MEMORY_*)
+        used |= {n for n in re.findall(r"CONFIG_(ESPNN_\w+)", p.read_text()) if not n.endswith("_")}
     assert used and used <= defined, sorted(used - defined)
+
+
+@needs_kconfgen
+def test_bundle_mode_is_the_default_and_needs_no_executorch(tmp_path):
+    c = resolve(tmp_path, REPO / "sdkconfig.defaults", REPO / "sdkconfig.defaults.esp32s3")
+    assert c["ESPNN_RUNNER_MODE_BUNDLE"] == "1" and "ESPNN_RUNNER_MODE_PTE" not in c
+    assert "ESPNN_EXECUTORCH_BACKEND" not in c and "ESPNN_RUNNER_METHOD_POOL_KB" not in c
+
+
+@needs_kconfgen
+@pytest.mark.parametrize("target, spiram, pool_kb", [("esp32s3", "n", "192"), ("esp32", "y", "64")])
+def test_pte_mode_defaults(tmp_path, target, spiram, pool_kb):
+    """ESP-IDF's order for SDKCONFIG_DEFAULTS="sdkconfig.defaults;sdkconfig.defaults.pte":
+    each file, then its target variant (docs/firmware.md)."""
+    files = [REPO / "sdkconfig.defaults", REPO / f"sdkconfig.defaults.{target}", REPO / "sdkconfig.defaults.pte"]
+    files += [f for f in [REPO / f"sdkconfig.defaults.pte.{target}"] if f.exists()]
+    c = resolve(tmp_path, *files, spiram_default=spiram)
+    assert c["ESPNN_RUNNER_MODE_PTE"] == "1" and c["ESPNN_EXECUTORCH_BACKEND"] == "1"
+    assert c["ESPNN_PAL_EXECUTORCH"] == "1"
+    assert c["ESPNN_RUNNER_METHOD_POOL_KB"] == pool_kb and c["ESPNN_RUNNER_TEMP_POOL_KB"] == "16"
+    assert "ESPNN_RUNNER_POOL_KB" not in c  # the bundle-mode pool does not exist in .pte mode
+
+
+@needs_kconfgen
+def test_pte_mode_selects_the_delegate(tmp_path):
+    d = tmp_path / "defaults"
+    d.write_text("CONFIG_ESPNN_RUNNER_MODE_PTE=y\nCONFIG_ESPNN_EXECUTORCH_BACKEND=n\n")
+    c = resolve(tmp_path, d)
+    assert c["ESPNN_EXECUTORCH_BACKEND"] == "1"  # `select` wins over the defaults file

@@ -195,3 +195,43 @@ def test_cli_pack_inspect_run(pte, tmp_path, capsys):
     assert "m_0: inputs [float32[1, 3, 8, 8]] -> outputs [float32[1, 4, 8, 8]], runs 1" in text
     assert S.main(["run", str(out)]) == 0
     assert "ESPNN_END v=1 mode=pte cases=2 passed=2 failed=0" in capsys.readouterr().out
+
+
+def test_extract_feeds_executorchs_selective_build(pte, suite, tmp_path):
+    """scripts/build-executorch-esp.sh extracts the suite's .pte and hands it
+    to ExecuTorch's selective build (EXECUTORCH_SELECT_OPS_MODEL), which
+    reads the program's operator list with codegen/tools/gen_oplist.py - the
+    same tool the wheel ships. Only the CPU operators are selected: the
+    delegated conv/relu need no portable kernel."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    s = tmp_path / "s.xtsp"
+    s.write_bytes(S.write_suite(suite))
+    assert S.main(["extract", str(s), "-o", str(tmp_path / "m.pte")]) == 0
+    assert (tmp_path / "m.pte").read_bytes() == pte
+    out = tmp_path / "selected.yaml"
+    r = subprocess.run([sys.executable, "-m", "executorch.codegen.tools.gen_oplist",
+                        f"--model_file_path={tmp_path / 'm.pte'}", f"--output_path={out}"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(yaml.safe_load(out.read_text())["operators"]) == {"aten::sin.out"}
+
+
+def test_build_script_drives_executorchs_preset_and_selective_build():
+    """The cross-build script cannot run here (no ESP-IDF); check that it is
+    the one flow the docs describe: ExecuTorch's esp-baremetal preset, the
+    IDF toolchain file, the model-driven op selection, the pinned version."""
+    from .conftest import REPO
+
+    text = (REPO / "scripts/build-executorch-esp.sh").read_text()
+    for needle in ("--preset esp-baremetal", "$IDF_PATH/tools/cmake/toolchain-$target.cmake",
+                   "-DEXECUTORCH_SELECT_OPS_MODEL=", "-DEXECUTORCH_BUILD_KERNELS_QUANTIZED=ON",
+                   "pte_suite extract"):
+        assert needle in text, needle
+    import importlib.metadata
+
+    assert f"EXECUTORCH_VERSION={importlib.metadata.version('executorch')}" in text
+    assert "executorch" not in {p.name for p in REPO.iterdir()}  # nothing of ExecuTorch is vendored
