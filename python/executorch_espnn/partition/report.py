@@ -1,8 +1,20 @@
 """delegation_report: what runs on ESP-NN and what stays on the CPU, per method.
 
-Derived from the lowered graphs themselves (executorch_call_delegate nodes and
-the call_function nodes left beside them), so it reflects exactly the program
-that will be serialized, for every method, however it was lowered.
+Two sources, one shape:
+
+* ``delegation_report(edge_manager)`` reads the lowered graphs themselves
+  (executorch_call_delegate nodes and the call_function nodes left beside
+  them), so it reflects exactly the program that will be serialized, with the
+  partitioner's reason for every op left on the CPU;
+* ``pte_report(pte_bytes)`` reads a serialized ``.pte`` with ExecuTorch's own
+  flatbuffer deserializer: delegate calls and CPU kernel calls in execution
+  order, and ExecuTorch's planned memory. Reasons are not stored in a .pte.
+
+Each ESP-NN partition carries its payload's figures (``PayloadSummary``): the
+native parser's summary and ``executorch_espnn.analysis.payload_metrics``
+(arena, scratch, MACs, ESP32-S3 SIMD share) and the arena timeline.
+``DelegationReport.to_dict()`` is the ``methods`` object of the CLI's JSON
+report (docs/report-schema.json).
 """
 
 from __future__ import annotations
@@ -11,33 +23,52 @@ import operator
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from ..compile_spec import CompileOptions
-from ..lowering.graph import ConstantSource, op_name
-from .partitioner import CPU_REASON_KEY
-from .support import SupportAnalysis
+BACKEND_ID = "EspNNBackend"
+
+
+@dataclass
+class PayloadSummary:
+    """One ESP-NN payload, as the device parser and the static analysis see it."""
+
+    format_version: int
+    num_ops: int
+    num_tensors: int
+    num_inputs: int  # graph inputs of the payload
+    num_outputs: int
+    xts3_ops: dict[str, int]  # XTS3 opcode -> count
+    arena_bytes: int  # activation arena the payload plans (allocated at init)
+    arena_lower_bound: int  # least arena any accepted plan has for this op order
+    scratch_bytes: int  # ESP-NN scratch of this build (0 for the host's ANSI kernels)
+    macs: int
+    s3_simd_macs: int  # MACs on ESP-NN's ESP32-S3 SIMD paths
+    target: str | None  # the "target" compile spec (None: not given, the runtime's default esp32s3)
+    op_metrics: list[dict] = field(default_factory=list)  # per XTS3 op: macs, SIMD path, kernel, reason
+    arena_timeline: list[dict] = field(default_factory=list)  # per op step: live bytes, plan bytes
 
 
 @dataclass
 class PartitionInfo:
     index: int
     backend: str
-    ops: dict[str, int]
+    ops: dict[str, int]  # edge ops by type (from a .pte: the payload's XTS3 ops)
     num_inputs: int
     num_outputs: int
     payload_bytes: int
+    payload: PayloadSummary | None = None  # EspNNBackend partitions only
 
 
 @dataclass
 class CpuOp:
     node: str
     op: str
-    reason: str
+    reason: str | None  # None in a report read from a .pte (reasons are not serialized)
 
 
 @dataclass
 class MethodReport:
     partitions: list[PartitionInfo] = field(default_factory=list)
     cpu_ops: list[CpuOp] = field(default_factory=list)
+    planned_memory_bytes: int | None = None  # ExecuTorch's memory plan (CPU-side tensors); from a .pte
 
     @property
     def delegated_ops(self) -> dict[str, int]:
@@ -45,6 +76,17 @@ class MethodReport:
         for p in self.partitions:
             total.update(p.ops)
         return dict(sorted(total.items()))
+
+    def totals(self) -> dict:
+        """Sums over ESP-NN partitions: payload bytes and MACs add up; the
+        arenas of all partitions are allocated together at method load, so
+        they add up too; ESP-NN scratch is per partition (largest shown)."""
+        pay = [p.payload for p in self.partitions if p.payload is not None]
+        return {"payload_bytes": sum(p.payload_bytes for p in self.partitions),
+                "arena_bytes": sum(s.arena_bytes for s in pay),
+                "max_scratch_bytes": max((s.scratch_bytes for s in pay), default=0),
+                "macs": sum(s.macs for s in pay),
+                "s3_simd_macs": sum(s.s3_simd_macs for s in pay)}
 
 
 @dataclass
@@ -56,7 +98,9 @@ class DelegationReport:
                        "delegated_ops": m.delegated_ops,
                        "num_delegated_ops": sum(m.delegated_ops.values()),
                        "cpu_ops": [asdict(c) for c in m.cpu_ops],
-                       "num_cpu_ops": len(m.cpu_ops)}
+                       "num_cpu_ops": len(m.cpu_ops),
+                       "planned_memory_bytes": m.planned_memory_bytes,
+                       "totals": m.totals()}
                 for name, m in self.methods.items()}
 
     def __str__(self) -> str:
@@ -75,15 +119,47 @@ class DelegationReport:
                 wn = max(len("node"), *(len(c.node) for c in m.cpu_ops))
                 wo = max(len("CPU op"), *(len(c.op) for c in m.cpu_ops))
                 lines.append(f"  {'node'.ljust(wn)}  {'CPU op'.ljust(wo)}  reason")
-                lines += [f"  {c.node.ljust(wn)}  {c.op.ljust(wo)}  {c.reason}" for c in m.cpu_ops]
+                lines += [f"  {c.node.ljust(wn)}  {c.op.ljust(wo)}  {c.reason or '-'}" for c in m.cpu_ops]
         return "\n".join(lines)
+
+
+def _target(compile_specs) -> str | None:
+    for spec in compile_specs or ():
+        if spec.key == "target":
+            return bytes(spec.value).decode("ascii", "replace")
+    return None
+
+
+def payload_summary(blob: bytes, compile_specs=()) -> PayloadSummary:
+    """Parses `blob` with the device parser (raises ValueError with the
+    parser's message if it is rejected) and adds the static analysis."""
+    from .. import _native
+    from ..analysis import arena_timeline, payload_metrics
+
+    s = _native.parse(bytes(blob))
+    metrics = payload_metrics(s)
+    return PayloadSummary(
+        format_version=s["version"], num_ops=len(s["ops"]), num_tensors=len(s["tensors"]),
+        num_inputs=len(s["inputs"]), num_outputs=len(s["outputs"]),
+        xts3_ops=dict(sorted(Counter(op["op"] for op in s["ops"]).items())),
+        arena_bytes=metrics.arena_bytes, arena_lower_bound=metrics.arena_lower_bound,
+        scratch_bytes=metrics.scratch_bytes, macs=metrics.macs, s3_simd_macs=metrics.s3_simd_macs,
+        target=_target(compile_specs),
+        op_metrics=[asdict(o) for o in metrics.ops],
+        arena_timeline=[{"index": st.index, "op": st.op, "live_bytes": st.live_bytes, "plan_bytes": st.plan_bytes}
+                        for st in arena_timeline(s)])
 
 
 def _is_delegate_call(node) -> bool:
     return node.op == "call_function" and getattr(node.target, "__name__", "") == "executorch_call_delegate"
 
 
-def method_report(ep) -> MethodReport:
+def method_report(ep, *, payloads: bool = True) -> MethodReport:
+    from ..compile_spec import CompileOptions
+    from ..lowering.graph import ConstantSource, op_name
+    from .partitioner import CPU_REASON_KEY
+    from .support import SupportAnalysis
+
     gm = ep.graph_module
     report = MethodReport()
     analysis = SupportAnalysis(ConstantSource(ep), CompileOptions())
@@ -93,9 +169,11 @@ def method_report(ep) -> MethodReport:
             inner = lowered.original_module.graph_module.graph
             ops = Counter(op_name(n) for n in inner.nodes if n.op == "call_function")
             out = inner.output_node().args[0]
+            payload = (payload_summary(lowered.processed_bytes, lowered.compile_specs)
+                       if payloads and lowered.backend_id == BACKEND_ID else None)
             report.partitions.append(PartitionInfo(
                 len(report.partitions), lowered.backend_id, dict(sorted(ops.items())), len(node.args) - 1,
-                len(out) if isinstance(out, (list, tuple)) else 1, len(lowered.processed_bytes)))
+                len(out) if isinstance(out, (list, tuple)) else 1, len(lowered.processed_bytes), payload))
         elif node.op == "call_function":
             if node.target is operator.getitem and _is_delegate_call(node.args[0]):
                 continue
@@ -106,10 +184,73 @@ def method_report(ep) -> MethodReport:
     return report
 
 
-def delegation_report(edge_manager) -> DelegationReport:
+def delegation_report(edge_manager, *, payloads: bool = True) -> DelegationReport:
     """Per method of an EdgeProgramManager (e.g. from to_espnn_edge): the
-    partitions (backend, ops by type, I/O count, payload size) and every op
-    left on the CPU with the reason. ``print(report)`` gives a table,
-    ``report.to_dict()`` a dict."""
-    return DelegationReport({name: method_report(edge_manager.exported_program(name))
+    partitions (backend, ops by type, I/O count, payload size and, with
+    `payloads`, each ESP-NN payload's summary) and every op left on the CPU
+    with the reason. ``print(report)`` gives a table, ``report.to_dict()`` a dict."""
+    return DelegationReport({name: method_report(edge_manager.exported_program(name), payloads=payloads)
                              for name in edge_manager.methods})
+
+
+def pte_program(pte: bytes):
+    """The ``executorch.exir.schema.Program`` of a .pte, delegate payloads
+    inlined (ExecuTorch's deserializer). Raises ValueError for bytes that are
+    not a .pte."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    data = bytes(pte)
+    if len(data) < 8 or data[4:6] != b"ET":
+        raise ValueError("not an ExecuTorch program (no 'ET' flatbuffer identifier at byte 4)")
+    try:
+        return deserialize_pte_binary(data).program
+    except Exception as e:  # the flatbuffer reader's errors are of many types
+        raise ValueError(f"cannot deserialize the program: {type(e).__name__}: {e}") from e
+
+
+def pte_payloads(pte: bytes, method: str | None = None) -> list[tuple[str, int, str, bytes]]:
+    """(method, delegate index, backend id, payload bytes) of every delegate in a .pte."""
+    program = pte_program(pte)
+    out = []
+    for plan in program.execution_plan:
+        if method is not None and plan.name != method:
+            continue
+        for i, d in enumerate(plan.delegates):
+            out.append((plan.name, i, d.id, bytes(program.backend_delegate_data[d.processed.index].data)))
+    return out
+
+
+def pte_report(pte: bytes) -> DelegationReport:
+    """The delegation report of a serialized program: per method, the
+    delegate calls (ESP-NN payloads parsed and analysed) and the CPU kernel
+    calls, in execution order, and ExecuTorch's planned memory."""
+    program = pte_program(pte)
+    methods = {}
+    for plan in program.execution_plan:
+        report = MethodReport(planned_memory_bytes=sum(plan.non_const_buffer_sizes))
+        kernel_calls = 0
+        for chain in plan.chains:
+            for instr in chain.instructions:
+                kind = type(instr.instr_args).__name__
+                if kind == "DelegateCall":
+                    d = plan.delegates[instr.instr_args.delegate_index]
+                    blob = bytes(program.backend_delegate_data[d.processed.index].data)
+                    payload = payload_summary(blob, d.compile_specs) if d.id == BACKEND_ID else None
+                    # DelegateCall args are inputs and outputs together; the payload tells them apart.
+                    n_args = len(instr.instr_args.args)
+                    n_in = payload.num_inputs if payload else n_args
+                    report.partitions.append(PartitionInfo(
+                        len(report.partitions), d.id, payload.xts3_ops if payload else {},
+                        n_in, n_args - n_in, len(blob), payload))
+                elif kind == "KernelCall":
+                    op = plan.operators[instr.instr_args.op_index]
+                    report.cpu_ops.append(CpuOp(f"kernel_call_{kernel_calls}", _kernel_name(op), None))
+                    kernel_calls += 1
+        methods[plan.name] = report
+    return DelegationReport(methods)
+
+
+def _kernel_name(op) -> str:
+    """``aten::add.out`` -> ``aten.add.out`` (the edge report's spelling)."""
+    name = op.name.replace("::", ".")
+    return f"{name}.{op.overload}" if op.overload else name

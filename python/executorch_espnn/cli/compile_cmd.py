@@ -1,0 +1,138 @@
+"""``espnn compile``: model -> quantized -> lowered -> .pte, verified on the host, with a report."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
+from .loading import DEFAULT_MODEL
+
+DEFAULT_RANDOM_BATCHES = 8
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser(
+        "compile", parents=parents, help="quantize, lower and verify a model; write the .pte and a report",
+        description="Export a PyTorch model, quantize it with EspNNQuantizer (post-training calibration, "
+        "or QAT), lower it with EspNNPartitioner, write the .pte, run it on the host runtime against the "
+        "quantized PyTorch model, and print the delegation report.")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL,
+                   help="module:function or path/to/file.py:function returning (nn.Module, example_inputs), "
+                   f"or torchvision:<name> (needs torchvision). Default: {DEFAULT_MODEL}")
+    p.add_argument("-o", "--output", type=Path, help="the .pte to write (default: <function>.pte)")
+    p.add_argument("--json", type=Path, help="the JSON report to write (default: next to the .pte, .report.json)")
+    p.add_argument("--html", type=Path, help="also write a self-contained HTML report")
+    p.add_argument("--calibration", metavar="SRC",
+                   help="calibration data: a folder (.npy / images), .npy, .npz, or module:function yielding "
+                   "batches. Default: the --qat-data or --eval-data when given, else random inputs (warned)")
+    p.add_argument("--calibration-batches", type=int, default=32, metavar="N",
+                   help="use at most N calibration batches (default 32)")
+    p.add_argument("--eval-data", metavar="SRC",
+                   help="labelled data for the accuracy table (float vs quantized PyTorch vs delegate): "
+                   ".npz with x and y, a folder with one sub-folder per class, or module:function "
+                   "yielding (inputs, labels)")
+    p.add_argument("--qat-epochs", type=int, default=0, metavar="N",
+                   help="quantization-aware training for N epochs on --qat-data (default 0: post-training)")
+    p.add_argument("--qat-data", metavar="SRC", help="labelled training data for QAT (same forms as --eval-data)")
+    p.add_argument("--qat-lr", type=float, default=1e-3, help="QAT learning rate (SGD with momentum 0.9)")
+    p.add_argument("--target", choices=("esp32s3", "esp32"), default="esp32s3",
+                   help="the chip, recorded in the compile specs (default esp32s3)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse to leave any op on the CPU (allow_cpu_fallback=False): exit code 3 instead")
+    p.add_argument("--verify-samples", type=int, default=4, metavar="N",
+                   help="host verification on N calibration batches (default 4)")
+    p.add_argument("--tolerance-lsb", type=float, default=1.0,
+                   help="largest difference from the quantized PyTorch model, in output steps (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed for random calibration data (default 0)")
+    p.set_defaults(func=run)
+
+
+def _default_output(spec: str) -> Path:
+    name = spec.rsplit(":", 1)[-1] or "model"
+    return Path("".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".pte")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .progress import Stages, warn
+
+    t0 = time.monotonic()
+    steps = Stages(7 if args.qat_epochs else 6, quiet=args.quiet)
+    warnings: list[str] = []
+
+    def warning(text: str) -> None:
+        warnings.append(text)
+        warn(text)
+
+    if args.qat_epochs < 0 or args.verify_samples < 1 or args.calibration_batches < 1:
+        raise UsageError("--qat-epochs must be >= 0, --verify-samples and --calibration-batches >= 1")
+    if args.qat_epochs and not args.qat_data:
+        raise UsageError("--qat-epochs needs --qat-data (labelled training batches)")
+    output = args.output or _default_output(args.model)
+    if output.suffix != ".pte":
+        raise UsageError(f"--output {output}: the program file must end in .pte")
+    json_path = args.json or output.with_suffix(".report.json")
+
+    steps(f"loading model {args.model}")
+    from . import data as data_mod
+    from .loading import load_model
+
+    model, example = load_model(args.model)
+    qat_data = (data_mod.load_dataset(args.qat_data, example, "--qat-data", need_labels=True)
+                if args.qat_data else None)
+    eval_data = (data_mod.load_dataset(args.eval_data, example, "--eval-data", need_labels=True)
+                 if args.eval_data else None)
+    if args.calibration:
+        calib = data_mod.load_dataset(args.calibration, example, "--calibration", limit=args.calibration_batches)
+    elif qat_data or eval_data:
+        src = qat_data or eval_data
+        calib = data_mod.Dataset(src.source, src.batches[:args.calibration_batches])
+        warning(f"calibrating on {'--qat-data' if qat_data else '--eval-data'} ({src.source}); give "
+                "--calibration for a separate set")
+    else:
+        calib = data_mod.random_dataset(example, DEFAULT_RANDOM_BATCHES, args.seed)
+        warning(f"no --calibration data: calibrating on {DEFAULT_RANDOM_BATCHES} random batches shaped like "
+                "the example inputs; int8 ranges (and accuracy) on real data may differ")
+
+    from . import pipeline
+
+    quantized, qat_info = pipeline.quantize(model, example, calib, qat_data, args, steps)
+    steps(f"lowering for {args.target}" + (" (strict: no CPU fallback)" if args.strict else ""))
+    edge = pipeline.lower(quantized, example, args.target, args.strict)
+
+    from ..partition.report import delegation_report
+
+    report = delegation_report(edge)
+    steps(f"writing {output}")
+    pte = pipeline.to_pte(edge)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(pte)
+    pipeline.add_planned_memory(report, pte)
+
+    steps("running on the host runtime")
+    from .host import missing_host_kernels
+
+    missing = missing_host_kernels(pte)
+    if missing:
+        warning(f"this host's ExecuTorch runtime lacks CPU kernel(s) {', '.join(missing)} that {output} calls: "
+                "verifying the lowered program instead (delegates on the native runtime, CPU ops in PyTorch); "
+                "a device build must link these kernels")
+    runner = pipeline.HostRunner(pte, edge, use_pte=not missing)
+    verification = pipeline.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
+    accuracy = None
+    if eval_data is not None:
+        steps(f"accuracy on {eval_data.source} ({eval_data.samples} samples)")
+        accuracy = pipeline.accuracy(model, quantized, runner, eval_data)
+
+    from .document import compile_document, print_summary, write_outputs
+
+    doc = compile_document(
+        model=args.model, target=args.target, strict=args.strict, pte_path=output, pte_bytes=len(pte),
+        report=report, calibration={"source": calib.source, "batches": len(calib.batches)}, qat=qat_info,
+        verification=verification, accuracy=accuracy, missing_kernels=missing, warnings=warnings,
+        seconds=time.monotonic() - t0)
+    write_outputs(doc, json_path, args.html)
+    print_summary(doc, json_path=json_path, html_path=args.html)
+    return EXIT_OK if verification["passed"] else EXIT_VERIFICATION_FAILED
+

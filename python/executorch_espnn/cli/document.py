@@ -1,0 +1,131 @@
+"""The report document of ``compile`` and ``report``: one dict, written as
+JSON (schema: docs/report-schema.json), printed as tables, rendered as HTML."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+def _tool() -> dict:
+    from .. import __version__, _native
+
+    return {"name": "espnn", "version": __version__, "kernel_source": _native.KERNEL_SOURCE}
+
+
+def compile_document(*, model, target, strict, pte_path, pte_bytes, report, calibration, qat, verification,
+                     accuracy, missing_kernels, warnings, seconds) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "compile", "model": model,
+            "target": target, "strict": strict, "pte": {"path": str(pte_path), "bytes": pte_bytes},
+            "methods": report.to_dict(), "calibration": calibration, "qat": qat, "verification": verification,
+            "accuracy": accuracy, "host_missing_kernels": missing_kernels, "warnings": warnings,
+            "seconds": round(seconds, 2)}
+
+
+def report_document(*, pte_path, pte_bytes, report, missing_kernels) -> dict:
+    targets = {p.payload.target for m in report.methods.values() for p in m.partitions if p.payload}
+    return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "report", "model": None,
+            "target": targets.pop() if len(targets) == 1 else None, "strict": None,
+            "pte": {"path": str(pte_path), "bytes": pte_bytes}, "methods": report.to_dict(), "calibration": None,
+            "qat": None, "verification": None, "accuracy": None, "host_missing_kernels": missing_kernels,
+            "warnings": [], "seconds": None}
+
+
+def write_outputs(doc: dict, json_path: Path | None, html_path: Path | None) -> None:
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(doc, indent=1) + "\n")
+    if html_path is not None:
+        from .html import render_html
+
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(render_html(doc))
+
+
+def _bytes(n) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Columns whose cells are all figures are right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    numeric = [all(r[i][:1].isdigit() or r[i] in ("", "-") for r in rows[1:]) for i in range(len(rows[0]))]
+    return [indent + "  ".join(c.rjust(w) if num else c.ljust(w)
+                               for c, w, num in zip(r, widths, numeric)).rstrip() for r in rows]
+
+
+_BOUNDARY_OPS = ("quantized_decomposed.", "operator.getitem")
+
+
+def _ops_line(ops: dict) -> str:
+    """Compute ops by count; quantize/dequantize and getitem summed at the end."""
+    compute = [f"{op} x{n}" for op, n in ops.items() if not op.startswith(_BOUNDARY_OPS)]
+    other = sum(n for op, n in ops.items() if op.startswith(_BOUNDARY_OPS))
+    return ", ".join(compute) + (f" (+{other} quantize/dequantize/getitem)" if other else "")
+
+
+def method_lines(name: str, m: dict) -> list[str]:
+    parts, cpu = m["partitions"], m["cpu_ops"]
+    lines = [f"method {name}: {len(parts)} partition(s), {m['num_delegated_ops']} delegated op(s), "
+             f"{m['num_cpu_ops']} CPU op(s); ExecuTorch planned memory {_bytes(m['planned_memory_bytes'])} B"]
+    if parts:
+        rows = [["part", "backend", "in/out", "XTS3 ops", "payload B", "arena B", "arena bound B", "scratch B",
+                 "MACs", "S3 SIMD", "target"]]
+        for p in parts:
+            s = p["payload"]
+            if s is None:
+                rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", "-",
+                             _bytes(p["payload_bytes"]), "-", "-", "-", "-", "-", "-"])
+                continue
+            simd = f"{100 * s['s3_simd_macs'] / s['macs']:.0f}%" if s["macs"] else "-"
+            rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", str(s["num_ops"]),
+                         _bytes(p["payload_bytes"]), _bytes(s["arena_bytes"]), _bytes(s["arena_lower_bound"]),
+                         _bytes(s["scratch_bytes"]), _bytes(s["macs"]), simd, s["target"] or "default"])
+        t = m["totals"]
+        rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "",
+                     _bytes(t["max_scratch_bytes"]), _bytes(t["macs"]), "", ""])
+        lines += _table(rows)
+        lines.append("  delegated ops: " + _ops_line(m["delegated_ops"]))
+    if cpu:
+        lines.append(f"  ops on the CPU ({len(cpu)}):")
+        lines += _table([["node", "op", "reason"]] + [[c["node"], c["op"], c["reason"] or "-"] for c in cpu], "    ")
+    else:
+        lines.append("  ops on the CPU: none")
+    return lines
+
+
+def summary_lines(doc: dict) -> list[str]:
+    lines = []
+    for name, m in doc["methods"].items():
+        lines += method_lines(name, m)
+    lines.append(f"program: {doc['pte']['path']} ({doc['pte']['bytes']:,} bytes)")
+    if doc["host_missing_kernels"]:
+        lines.append("host runtime lacks CPU kernel(s): " + ", ".join(doc["host_missing_kernels"]))
+    v = doc["verification"]
+    if v is not None:
+        worst = "; ".join(
+            f"output {o['index']}: max {o['max_lsb']:.2f} LSB" if o["lsb"] else
+            f"output {o['index']}: max abs diff {o['max_abs_diff']:.3g}" for o in v["outputs"])
+        verdict = "host-verified" if v["passed"] else "HOST VERIFICATION FAILED"
+        lines.append(f"{verdict}: {v['ran']} vs the {v['reference']} on {v['samples']} input(s): {worst} "
+                     f"(tolerance {v['tolerance_lsb']:g} LSB)")
+    a = doc["accuracy"]
+    if a is not None:
+        lsb = f"{a['max_lsb_error']:.2f} LSB" if a["max_lsb_error"] is not None else f"{a['max_abs_error']:.3g}"
+        lines.append(f"accuracy on {a['samples']} labelled samples ({a['data']}): top-1 float "
+                     f"{100 * a['float_top1']:.1f}% | quantized PyTorch {100 * a['quantized_top1']:.1f}% | "
+                     f"delegate on host {100 * a['delegate_top1']:.1f}% "
+                     f"({a['delegate_vs_quantized_pp']:+.1f} pp); max error vs quantized {lsb}")
+    return lines
+
+
+def print_summary(doc: dict, *, json_path=None, html_path=None, stream=None) -> None:
+    stream = stream or sys.stdout
+    for line in summary_lines(doc):
+        print(line, file=stream)
+    written = [str(p) for p in (json_path, html_path) if p is not None]
+    if written:
+        print("report: " + ", ".join(written), file=stream)

@@ -1,0 +1,72 @@
+"""Running programs on the host and comparing outputs, for ``compile`` and ``run``.
+
+A ``.pte`` runs in ExecuTorch's own runtime (``executorch_espnn.runtime``):
+portable CPU kernels plus the C++ EspNNBackend. When the executorch wheel's
+runtime lacks a CPU kernel the program needs (the quantized
+``quantized_decomposed::*`` kernels are not in it), ``compile`` says which
+and verifies the lowered program instead (``host_run.run_edge_program``:
+every ESP-NN delegate on the native runtime, the CPU ops in PyTorch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def missing_host_kernels(pte: bytes, method: str | None = None) -> list[str]:
+    """CPU kernels a .pte calls that this host's ExecuTorch runtime does not
+    register ([] when all are there or the runtime cannot be asked)."""
+    from ..partition.report import pte_program
+
+    try:
+        from executorch.extension.pybindings import portable_lib
+
+        available = set(portable_lib._get_operator_names())
+    except Exception:  # noqa: BLE001 - a private helper; without it, just try to load
+        return []
+    wanted = set()
+    for plan in pte_program(pte).execution_plan:
+        if method is None or plan.name == method:
+            wanted |= {f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators}
+    return sorted(wanted - available)
+
+
+def output_scales(quantized) -> list:
+    """Output quantization step of each output of a convert_pt2e graph (None
+    for an output that is not dequantized from int8)."""
+    out = next(n for n in quantized.graph.nodes if n.op == "output")
+    args = out.args[0] if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+    return [float(a.args[1]) if "dequantize" in str(getattr(a, "target", "")) else None for a in args]
+
+
+def as_list(out) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+@dataclass
+class Comparison:
+    """Largest difference per output over all samples compared."""
+
+    scales: list  # output step (LSB) per output, None for float outputs
+    max_abs: list[float] = field(default_factory=list)
+    samples: int = 0
+
+    def add(self, got: list, want: list) -> None:
+        if len(got) != len(want):
+            raise ValueError(f"{len(got)} outputs, the reference has {len(want)}")
+        diffs = []
+        for i, (g, w) in enumerate(zip(got, want)):
+            if tuple(g.shape) != tuple(w.shape):
+                raise ValueError(f"output {i}: shape {tuple(g.shape)}, the reference has {tuple(w.shape)}")
+            diffs.append(float((g.double() - w.double()).abs().max()) if g.numel() else 0.0)
+        self.max_abs = [max(a, b) for a, b in zip(self.max_abs, diffs)] if self.max_abs else diffs
+        self.samples += 1
+
+    @property
+    def max_lsb(self) -> list:
+        return [d / s if s else None for d, s in zip(self.max_abs, self.scales)]
+
+    def passed(self, tolerance_lsb: float, float_atol: float) -> bool:
+        # 1.001: a difference of exactly N steps computed in float may land a hair above N.
+        return all((d <= tolerance_lsb * s * 1.001) if s else (d <= float_atol)
+                   for d, s in zip(self.max_abs, self.scales))

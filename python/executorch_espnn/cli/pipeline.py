@@ -1,0 +1,210 @@
+"""The steps of ``espnn compile``: quantize (PTQ or QAT), lower, serialize,
+run on the host, measure accuracy. Every failure becomes a CliError whose one
+line names the step, the node when there is one, and what to do."""
+
+from __future__ import annotations
+
+from .errors import LoweringError, UsageError, one_line
+from .progress import progress
+
+
+def _export(model, example, what: str):
+    import torch
+
+    try:
+        return torch.export.export(model, example)
+    except Exception as e:
+        raise LoweringError(f"torch.export of the {what} failed: {type(e).__name__}: {one_line(e)[:400]} "
+                            "(the model must be exportable with torch.export: no data-dependent Python control "
+                            "flow; see the PyTorch export docs)") from e
+
+
+def quantize(model, example, calib, qat_data, args, steps):
+    """(quantized GraphModule, QAT info or None)."""
+    import torch
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+
+    from ..quantizer import EspNNQuantizer, get_espnn_quantization_config
+
+    qat_info = None
+    if args.qat_epochs:
+        steps(f"exporting for QAT ({args.qat_epochs} epoch(s) on {qat_data.source})")
+        graph = _export(model.train(), example, "model (train mode)").module()
+        try:
+            prepared = prepare_qat_pt2e(graph, EspNNQuantizer(get_espnn_quantization_config(is_qat=True)))
+        except Exception as e:
+            raise LoweringError(f"preparing the model for QAT failed: {type(e).__name__}: {one_line(e)}") from e
+        qat_info = _train(prepared, qat_data, args.qat_epochs, args.qat_lr)
+        qat_info["data"] = qat_data.source
+        from torchao.quantization.pt2e import move_exported_model_to_eval
+
+        move_exported_model_to_eval(prepared)
+        model.eval()
+    else:
+        steps("exporting and preparing for quantization (EspNNQuantizer)")
+        graph = _export(model, example, "model").module(check_guards=False)
+        try:
+            prepared = prepare_pt2e(graph, EspNNQuantizer())
+        except Exception as e:
+            raise LoweringError(f"EspNNQuantizer could not annotate the model: {type(e).__name__}: "
+                                f"{one_line(e)}") from e
+    steps(f"calibrating on {calib.source} ({len(calib.batches)} batch(es))")
+    with torch.no_grad():
+        for k, batch in enumerate(progress(calib.batches, len(calib.batches), "calibrating")):
+            try:
+                prepared(*batch.inputs)
+            except Exception as e:
+                raise UsageError(f"calibration batch {k} from {calib.source} failed in the model: "
+                                 f"{type(e).__name__}: {one_line(e)[:300]}") from e
+    try:
+        quantized = convert_pt2e(prepared)
+    except Exception as e:
+        raise LoweringError(f"convert_pt2e failed: {type(e).__name__}: {one_line(e)}") from e
+    return quantized, qat_info
+
+
+def _train(prepared, data, epochs: int, lr: float) -> dict:
+    """QAT: SGD on cross-entropy of the first output (taken as logits)."""
+    import torch
+    import torch.nn.functional as F
+
+    opt = torch.optim.SGD(prepared.parameters(), lr=lr, momentum=0.9)
+    losses = []
+    for epoch in range(epochs):
+        total, n = 0.0, 0
+        for batch in progress(data.batches, len(data.batches), f"QAT epoch {epoch + 1}/{epochs}"):
+            out = prepared(*batch.inputs)
+            out = out[0] if isinstance(out, (tuple, list)) else out
+            loss = F.cross_entropy(out.reshape(out.shape[0], -1), batch.labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total, n = total + float(loss), n + 1
+        losses.append(total / max(n, 1))
+    return {"epochs": epochs, "learning_rate": lr, "mean_loss_per_epoch": losses}
+
+
+_STRICT_PREFIX = "EspNNPartitioner(allow_cpu_fallback=False)"
+
+
+def lower(quantized, example, target: str, strict: bool):
+    from ..compile_spec import EspNNCompileSpecBuilder
+    from ..lowering.lower import LoweringError as Lowering
+    from ..partition import to_espnn_edge
+
+    ep = _export(quantized, example, "quantized model")
+    specs = EspNNCompileSpecBuilder().set_target(target).build()
+    try:
+        return to_espnn_edge(ep, compile_specs=specs, allow_cpu_fallback=not strict)
+    except Lowering as e:
+        node = f" at node {e.node}" if getattr(e, "node", None) else ""
+        raise LoweringError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
+                            "an op the backend cannot take stays on the CPU)") from e
+    except RuntimeError as e:
+        text = str(e)
+        if text.startswith(_STRICT_PREFIX):
+            lines = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("  ")]
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            raise LoweringError(f"--strict: {len(lines)} node(s) would run on the CPU; first: {lines[0]}{more}. "
+                                "Change or remove these ops, or drop --strict to let them run on the CPU "
+                                "(the report then lists each with its reason)") from e
+        raise LoweringError(f"lowering failed: {type(e).__name__}: {one_line(e)[:500]}") from e
+
+
+def to_pte(edge) -> bytes:
+    # The out-variants of quantize/dequantize ops left on the CPU live in this library.
+    import executorch.kernels.quantized  # noqa: F401
+
+    try:
+        return bytes(edge.to_executorch().buffer)
+    except Exception as e:
+        raise LoweringError(f"serializing the program (to_executorch) failed: {type(e).__name__}: "
+                            f"{one_line(e)[:400]}") from e
+
+
+def add_planned_memory(report, pte: bytes) -> None:
+    from ..partition.report import pte_program
+
+    for plan in pte_program(pte).execution_plan:
+        if plan.name in report.methods:
+            report.methods[plan.name].planned_memory_bytes = sum(plan.non_const_buffer_sizes)
+
+
+class HostRunner:
+    """Runs method `forward` of the program on the host: the .pte through
+    executorch.runtime, or (use_pte=False) the lowered Edge program with
+    every ESP-NN delegate on the native runtime."""
+
+    def __init__(self, pte: bytes, edge, use_pte: bool, method: str = "forward"):
+        self.method, self.edge, self.pte = method, edge, pte
+        self.kind = "pte" if use_pte else "edge"
+        self.program = None
+        if use_pte:
+            from ..runtime import load_program
+
+            try:
+                self.program = load_program(pte)
+            except Exception as e:
+                raise LoweringError(f"the host runtime cannot load the .pte: {one_line(e)} (ExecuTorch's "
+                                    "log above says why)") from e
+
+    @property
+    def description(self) -> str:
+        return (".pte on ExecuTorch's runtime (C++ EspNNBackend + portable kernels)" if self.kind == "pte" else
+                "lowered program: ESP-NN delegates on the native runtime, CPU ops in PyTorch")
+
+    def __call__(self, inputs) -> list:
+        if self.kind == "pte":
+            from ..runtime import run_pte
+
+            return run_pte(None, list(inputs), self.method, program=self.program)
+        from ..host_run import run_edge_program
+
+        return run_edge_program(self.edge, list(inputs), self.method)[0]
+
+
+def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float, float_atol: float = 1e-5) -> dict:
+    import torch
+
+    from .host import Comparison, as_list, output_scales
+
+    cmp = Comparison(output_scales(quantized))
+    with torch.no_grad():
+        for batch in batches:
+            try:
+                got = runner(batch.inputs)
+            except Exception as e:
+                raise LoweringError(f"running the program on the host failed: {type(e).__name__}: "
+                                    f"{one_line(e)[:300]}") from e
+            cmp.add(got, as_list(quantized(*batch.inputs)))
+    return {"runtime": runner.kind, "ran": runner.description, "reference": "quantized PyTorch model",
+            "method": runner.method, "samples": cmp.samples, "tolerance_lsb": tolerance_lsb,
+            "outputs": [{"index": i, "max_abs_diff": d, "lsb": s, "max_lsb": lsb}
+                        for i, (d, s, lsb) in enumerate(zip(cmp.max_abs, cmp.scales, cmp.max_lsb))],
+            "passed": cmp.passed(tolerance_lsb, float_atol)}
+
+
+def accuracy(model, quantized, runner: HostRunner, data) -> dict:
+    """Top-1 of the float model, the quantized PyTorch model and the program on
+    the host, on labelled batches, and the program's largest deviation from
+    the quantized model in output steps."""
+    import torch
+
+    from .host import Comparison, as_list, output_scales
+
+    hits = {"float": 0, "quantized": 0, "delegate": 0}
+    cmp = Comparison(output_scales(quantized)[:1])
+    n = 0
+    with torch.no_grad():
+        for batch in progress(data.batches, len(data.batches), "accuracy"):
+            outs = {"float": as_list(model(*batch.inputs))[0], "quantized": as_list(quantized(*batch.inputs))[0],
+                    "delegate": as_list(runner(batch.inputs))[0]}
+            for k, o in outs.items():
+                hits[k] += int((o.reshape(o.shape[0], -1).argmax(-1) == batch.labels).sum())
+            cmp.add([outs["delegate"]], [outs["quantized"]])
+            n += int(batch.labels.numel())
+    top1 = {k: v / n for k, v in hits.items()}
+    return {"data": data.source, "samples": n, "runtime": runner.kind,
+            "float_top1": top1["float"], "quantized_top1": top1["quantized"], "delegate_top1": top1["delegate"],
+            "delegate_vs_quantized_pp": 100 * (top1["delegate"] - top1["quantized"]),
+            "max_abs_error": cmp.max_abs[0], "max_lsb_error": cmp.max_lsb[0]}

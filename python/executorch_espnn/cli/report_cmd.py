@@ -1,0 +1,49 @@
+"""``espnn report FILE.pte``: what a serialized program delegates, each
+ESP-NN payload's summary from the device parser, and memory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .errors import EXIT_OK, UsageError
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("report", parents=parents, help="re-read a .pte: delegates, payload summaries, memory",
+                       description="Read a .pte with ExecuTorch's deserializer, parse every EspNNBackend payload "
+                       "with the device parser and print per method: partitions, XTS3 ops, arena/scratch bytes, "
+                       "MACs, CPU kernel calls and ExecuTorch's planned memory.")
+    p.add_argument("pte", type=Path, help="the .pte file")
+    p.add_argument("--json", type=Path, help="write the report as JSON (docs/report-schema.json)")
+    p.add_argument("--html", type=Path, help="write a self-contained HTML report")
+    p.set_defaults(func=run)
+
+
+def read_pte(path: Path) -> bytes:
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    return path.read_bytes()
+
+
+def load_report(path: Path):
+    """(pte bytes, DelegationReport) of a .pte file, errors as UsageError."""
+    from ..partition.report import pte_report
+
+    pte = read_pte(path)
+    try:
+        return pte, pte_report(pte)
+    except ValueError as e:
+        raise UsageError(f"{path}: {e} (is it a .pte written by ExecuTorch?)") from e
+
+
+def run(args: argparse.Namespace) -> int:
+    from .document import print_summary, report_document, write_outputs
+    from .host import missing_host_kernels
+
+    pte, report = load_report(args.pte)
+    doc = report_document(pte_path=args.pte, pte_bytes=len(pte), report=report,
+                          missing_kernels=missing_host_kernels(pte))
+    write_outputs(doc, args.json, args.html)
+    print_summary(doc, json_path=args.json, html_path=args.html)
+    return EXIT_OK

@@ -1,0 +1,101 @@
+"""``espnn run FILE.pte --input x.npy ...``: run a program on the host
+runtime, save or compare its outputs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, LoweringError, UsageError, one_line
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("run", parents=parents, help="run a .pte on the host runtime on .npy inputs",
+                       description="Run a method of a .pte on ExecuTorch's host runtime (the C++ EspNNBackend "
+                       "for ESP-NN partitions, portable kernels for the rest) and print, save or compare its "
+                       "outputs. Without --input, random inputs of the method's shapes and dtypes are used.")
+    p.add_argument("pte", type=Path, help="the .pte file")
+    p.add_argument("--input", "-i", type=Path, action="append", default=[], metavar="X.npy",
+                   help="one per method input, in order")
+    p.add_argument("--reference", "-r", type=Path, action="append", default=[], metavar="OUT.npy",
+                   help="expected output(s), one per method output, in order")
+    p.add_argument("--atol", type=float, default=0.0,
+                   help="largest absolute difference from --reference that passes (default 0: exact)")
+    p.add_argument("--save", type=Path, metavar="DIR", help="write each output as DIR/output_<i>.npy")
+    p.add_argument("--method", default="forward", help="method to run (default forward)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.set_defaults(func=run)
+
+
+def _load_npy(path: Path, what: str) -> np.ndarray:
+    if not path.is_file():
+        raise UsageError(f"{what} {path}: no such file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as e:
+        raise UsageError(f"{what} {path}: not a readable .npy file: {e}") from e
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from .. import runtime
+    from .host import Comparison
+    from .report_cmd import read_pte
+
+    pte = read_pte(args.pte)
+    try:
+        program = runtime.load_program(pte)
+    except Exception as e:
+        raise LoweringError(f"{args.pte}: the host runtime cannot load it: {one_line(e)} (see ExecuTorch's log "
+                            "above; `espnn report` shows what the program needs)") from e
+    if args.method not in program.method_names:
+        raise UsageError(f"{args.pte} has no method {args.method!r}; it has {sorted(program.method_names)}")
+    meta = program.metadata(args.method)
+    specs = [meta.input_tensor_meta(i) for i in range(meta.num_inputs())]
+    if args.input:
+        if len(args.input) != len(specs):
+            raise UsageError(f"{args.pte} method {args.method} takes {len(specs)} input(s), --input was given "
+                             f"{len(args.input)} time(s)")
+        inputs = [_load_npy(p, "--input") for p in args.input]
+    else:
+        from ..pte_suite import random_inputs
+
+        inputs = random_inputs(pte, args.method, seed=args.seed)
+    for i, (x, spec) in enumerate(zip(inputs, specs)):
+        want = tuple(spec.sizes())
+        if tuple(x.shape) != want:
+            name = args.input[i] if args.input else f"input {i}"
+            raise UsageError(f"{name}: shape {tuple(x.shape)}, method {args.method} input {i} expects {want}")
+    try:
+        outputs = runtime.run_pte(None, [torch.from_numpy(np.ascontiguousarray(x)) for x in inputs], args.method,
+                                  program=program)
+    except Exception as e:
+        raise LoweringError(f"{args.pte}: running {args.method} failed: {one_line(e)} (ExecuTorch's log above "
+                            "says why; check input dtypes with `espnn report`)") from e
+    for i, o in enumerate(outputs):
+        a = o.numpy()
+        print(f"output {i}: shape {list(a.shape)} {a.dtype}, min {a.min():.6g}, max {a.max():.6g}, "
+              f"argmax {int(a.reshape(-1).argmax())}" if a.size else f"output {i}: empty")
+    if args.save:
+        args.save.mkdir(parents=True, exist_ok=True)
+        for i, o in enumerate(outputs):
+            np.save(args.save / f"output_{i}.npy", o.numpy())
+        print(f"saved {len(outputs)} output(s) in {args.save}")
+    if not args.reference:
+        return EXIT_OK
+    if len(args.reference) != len(outputs):
+        raise UsageError(f"{args.pte} method {args.method} has {len(outputs)} output(s), --reference was given "
+                         f"{len(args.reference)} time(s)")
+    cmp = Comparison([None] * len(outputs))
+    refs = [torch.from_numpy(_load_npy(p, "--reference")) for p in args.reference]
+    try:
+        cmp.add(outputs, refs)
+    except ValueError as e:
+        raise UsageError(f"--reference: {e}") from e
+    ok = cmp.passed(0.0, args.atol)
+    diffs = ", ".join(f"output {i}: max abs diff {d:.6g}" for i, d in enumerate(cmp.max_abs))
+    print(f"{'matches' if ok else 'DIFFERS FROM'} the reference ({diffs}; atol {args.atol:g})")
+    return EXIT_OK if ok else EXIT_VERIFICATION_FAILED

@@ -1,0 +1,73 @@
+"""Small models and data functions for the CLI tests (module:function targets)."""
+
+import torch
+from torch import nn
+
+
+class CumsumIsland(nn.Module):
+    """conv | cumsum (no ESP-NN lowering: stays on the CPU, in float) | conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.c2(torch.cumsum(torch.relu(self.c1(x)), dim=1))
+
+
+def cumsum_island():
+    torch.manual_seed(0)
+    return CumsumIsland().eval(), (torch.randn(1, 3, 8, 8),)
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def mlp():
+    torch.manual_seed(0)
+    return Mlp().eval(), (torch.randn(1, 16),)
+
+
+def mlp_train_data():
+    """(inputs, labels) batches: the class is the argmax of the first 4 features."""
+    g = torch.Generator().manual_seed(1)
+    for _ in range(16):
+        x = torch.randn(1, 16, generator=g)
+        yield x, x[:, :4].argmax(-1)
+
+
+def unlabelled_batches():
+    g = torch.Generator().manual_seed(2)
+    for _ in range(3):
+        yield torch.randn(1, 16, generator=g)
+
+
+def wrong_shape_batches():
+    yield torch.randn(1, 15)
+
+
+def broken():
+    raise RuntimeError("the model zoo is on fire")
+
+
+def not_a_pair():
+    return Mlp()
+
+
+class DataDependent(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow: torch.export refuses it
+            return x * 2
+        return x
+
+
+def data_dependent():
+    return DataDependent(), (torch.randn(1, 4),)

@@ -1,0 +1,101 @@
+"""espnn compile: the main job (default model), CPU fallback with reasons,
+strict mode, targets, QAT, data sources."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import HERE, error_line, espnn, validate
+
+MODELS = HERE / "cli_models.py"
+
+
+def test_default_model_compiles_runs_on_host_and_reports(compiled):
+    r, d = compiled
+    assert r.code == 0, r
+    # The delegation table: one ESP-NN partition, nothing on the CPU, arena/MACs columns.
+    assert "method forward: 1 partition(s)" in r.out
+    assert "ops on the CPU: none" in r.out
+    assert "arena B" in r.out and "MACs" in r.out
+    assert "host-verified: .pte on ExecuTorch's runtime" in r.out
+    assert (d / "tiny.pte").read_bytes()[4:8] == b"ET12"
+    doc = json.loads((d / "tiny.report.json").read_text())
+    validate(doc)
+    assert doc["model"] == "executorch_espnn.models:tiny_cnn"
+    assert doc["pte"]["bytes"] == (d / "tiny.pte").stat().st_size
+    part = doc["methods"]["forward"]["partitions"][0]
+    assert part["payload"]["macs"] > 0 and part["payload"]["arena_bytes"] > 0
+    assert part["payload"]["target"] == "esp32s3"
+    v = doc["verification"]
+    assert v["runtime"] == "pte" and v["passed"] and v["outputs"][0]["max_lsb"] <= 1
+
+
+def test_calibration_and_accuracy_come_from_the_given_files(compiled, tiny_data):
+    r, d = compiled
+    doc = json.loads((d / "tiny.report.json").read_text())
+    assert doc["calibration"] == {"source": str(tiny_data / "calib.npy"), "batches": 6}
+    assert "no --calibration data" not in r.err
+    a = doc["accuracy"]
+    assert a["samples"] == 8 and a["runtime"] == "pte"
+    assert a["float_top1"] == 1.0  # the labels are the float model's predictions
+    assert a["max_lsb_error"] <= 1
+    assert "accuracy on 8 labelled samples" in r.out and "delegate on host" in r.out
+
+
+def test_stage_lines_on_stderr_and_no_progress_bar_off_a_terminal(compiled):
+    r, _ = compiled
+    assert "[1/6] loading model executorch_espnn.models:tiny_cnn" in r.err
+    assert "\r" not in r.err  # no bar drawn into a captured stream
+
+
+def test_cpu_fallback_lists_ops_with_reasons_and_strict_refuses(tmp_path):
+    r = espnn("compile", f"{MODELS}:cumsum_island", "-o", tmp_path / "c.pte", "--target", "esp32", "-q")
+    assert r.code == 0, r
+    doc = json.loads((tmp_path / "c.report.json").read_text())
+    validate(doc)
+    m = doc["methods"]["forward"]
+    assert len(m["partitions"]) == 2
+    assert {p["payload"]["target"] for p in m["partitions"]} == {"esp32"}
+    cumsum = [c for c in m["cpu_ops"] if c["op"].startswith("aten.cumsum")]
+    assert cumsum and "no ESP-NN lowering" in cumsum[0]["reason"]
+    assert "ops on the CPU" in r.out and "aten.cumsum" in r.out
+    assert doc["verification"]["passed"]
+    assert "[1/" not in r.err  # -q: no stage lines
+
+    s = espnn("compile", f"{MODELS}:cumsum_island", "-o", tmp_path / "s.pte", "--strict")
+    assert s.code == 3, s
+    line = error_line(s)
+    assert "--strict" in line and "cumsum" in line and "drop --strict" in line
+    assert not (tmp_path / "s.pte").exists()
+
+
+def test_random_calibration_is_warned(tmp_path):
+    r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "m.pte")
+    assert r.code == 0, r
+    assert "espnn: warning: no --calibration data" in r.err
+    doc = json.loads((tmp_path / "m.report.json").read_text())
+    assert doc["calibration"]["source"] == "random" and doc["warnings"]
+
+
+def test_data_function_calibration_and_qat(tmp_path):
+    r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "q.pte", "--qat-epochs", "2",
+              "--qat-data", f"{MODELS}:mlp_train_data", "--calibration", f"{MODELS}:unlabelled_batches",
+              "--eval-data", f"{MODELS}:mlp_train_data")
+    assert r.code == 0, r
+    doc = json.loads((tmp_path / "q.report.json").read_text())
+    validate(doc)
+    assert doc["qat"]["epochs"] == 2 and len(doc["qat"]["mean_loss_per_epoch"]) == 2
+    assert doc["calibration"]["batches"] == 3
+    assert doc["accuracy"]["samples"] == 16
+    assert "QAT" in r.err
+
+
+def test_npy_folder_is_a_calibration_source(tmp_path):
+    folder = tmp_path / "calib"
+    folder.mkdir()
+    for k in range(3):
+        np.save(folder / f"s{k}.npy", np.random.default_rng(k).standard_normal((16,)).astype(np.float32))
+    r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "f.pte", "--calibration", folder, "-q")
+    assert r.code == 0, r
+    assert json.loads((tmp_path / "f.report.json").read_text())["calibration"]["batches"] == 3
