@@ -10,6 +10,13 @@ runtime infers the bottom/right pad from the output size). ESP-NN needs the
 pad below the effective kernel extent (a window must touch the image); an
 axis padded further (a 1x1 conv with padding 1) is padded by a PAD op
 first, with the input zero point (real 0), and convolved with pad 0.
+
+ESP32-S3 fast path by construction: a 3x3 depthwise conv (ch_mult 1,
+C % 16 == 0) whose pads are neither (0,0) nor (1,1) hits ESP-NN 1.2.3's
+scratch under-allocation (espnn-kernels.md §5.3 item 2), so the runtime
+sends it to the scalar ANSI kernel; such a layer is pre-padded by a PAD op
+instead and convolved with pad (0,0), which takes the S3 s8 asm path. The
+PAD copy is O(input) where the ANSI fallback costs O(MACs) scalar work.
 """
 
 from __future__ import annotations
@@ -91,6 +98,8 @@ def analyze(node, cc) -> ConvPlan:
             raise Unsupported(f"stride {s} / dilation {d} / padding {p}")
         if p >= d * (k - 1) + 1:  # no window may lie wholly in ESP-NN's padding: pad explicitly
             pre_pad[axis], padding[axis] = p, 0
+    if _s3_depthwise_pad_defect(c, o, groups, kernel, padding, dilation):
+        pre_pad, padding = [pre_pad[0] + padding[0], pre_pad[1] + padding[1]], [0, 0]
     limit = cc.limits["max_kernel_dim"]
     check_kernel_dims({"input height": in4[1] + 2 * pre_pad[0], "input width": in4[2] + 2 * pre_pad[1],
                        "input channels": c,
@@ -103,6 +112,12 @@ def analyze(node, cc) -> ConvPlan:
     depthwise = groups == c and groups > 1
     return ConvPlan(depthwise, in_q, out, w, b, mult, shift, in4, out4, kernel, stride, padding, dilation,
                     groups, out_shape, pre_pad)
+
+
+def _s3_depthwise_pad_defect(c: int, o: int, groups: int, kernel, padding, dilation) -> bool:
+    """The runtime's DwGeom::s3_scratch_defect (depthwise_conv.cpp) for this conv."""
+    return (groups == c > 1 and o == c and tuple(kernel) == (3, 3) and c % 16 == 0
+            and list(dilation) == [1, 1] and tuple(padding) not in ((0, 0), (1, 1)))
 
 
 def _filter(p: ConvPlan) -> np.ndarray:
