@@ -148,6 +148,19 @@ def test_multi_method_program_runs_every_method():
     edge = to_espnn_edge({"island": torch.export.export(qa, example),
                           "branch": torch.export.export(qb, example)})
     assert len(delegates(edge, "island")) == 2 and len(delegates(edge, "branch")) == 1
+    # The delegation report is per method (taken before to_executorch(), which
+    # rewrites the edge programs in place).
+    report = executorch_espnn.delegation_report(edge)
+    assert set(report.methods) == {"island", "branch"}
+    island, branch = report.methods["island"], report.methods["branch"]
+    assert len(island.partitions) == 2 and len(branch.partitions) == 1
+    assert all(p.backend == "EspNNBackend" for p in island.partitions + branch.partitions)
+    assert island.delegated_ops["aten.convolution.default"] == 2
+    assert branch.delegated_ops["aten.convolution.default"] == 1
+    assert [c.op for c in island.cpu_ops if "cumsum" in c.op] == ["aten.cumsum.default"]
+    assert [c.op for c in branch.cpu_ops if "sin" in c.op] == ["aten.sin.default"]
+    assert not any("sin" in c.op for c in island.cpu_ops) and not any("cumsum" in c.op for c in branch.cpu_ops)
+    assert set(report.to_dict()) == {"island", "branch"}
     program = load_program(edge.to_executorch().buffer)
     assert set(program.method_names) == {"island", "branch"}
     x = torch.randn(*shape)
