@@ -92,3 +92,36 @@ def test_ops_map_to_the_nodes_they_came_from(lowered):
     fc = sources("FULLY_CONNECTED")
     assert any("linear" in t for t in fc), fc
     assert not any("convolution" in t for t in fc), fc
+
+
+def test_inspector_resolves_the_delegate_profiling_events(tmp_path):
+    """End to end: the C++ delegate's per-op events (ETDump) carry the op
+    record's handle as delegate debug index; the Inspector finds it in the
+    map (via the ETRecord) and names the source ops."""
+    from executorch.devtools import Inspector
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    from executorch_espnn import EspNNPartitioner
+
+    torch.manual_seed(0)
+    example = (torch.randn(1, 3, 6, 6),)
+    q = quantize(ConvReluLinear(), example)
+    edge = to_edge_transform_and_lower(torch.export.export(q, example), partitioner=[EspNNPartitioner()],
+                                       compile_config=EdgeCompileConfig(), generate_etrecord=True)
+    (lm,) = delegates(edge)
+    dmap = dict(lm.meta["debug_handle_map"])
+    program = edge.to_executorch()
+    program.get_etrecord().save(str(tmp_path / "etrecord.bin"))
+    module = _load_for_executorch_from_buffer(program.buffer, enable_etdump=True, debug_buffer_size=1 << 20)
+    module.run_method("forward", (example[0],))
+    module.write_etdump_result_to_file(str(tmp_path / "etdump.etdp"), str(tmp_path / "debug.bin"))
+
+    inspector = Inspector(etdump_path=str(tmp_path / "etdump.etdp"), etrecord=str(tmp_path / "etrecord.bin"))
+    events = [e for block in inspector.event_blocks for e in block.events
+              if e.delegate_backend_name == "EspNNBackend" and e.delegate_debug_identifier is not None]
+    assert {int(e.delegate_debug_identifier) for e in events} == set(dmap)
+    for e in events:
+        assert sorted(e.debug_handles) == sorted(dmap[int(e.delegate_debug_identifier)])
+    op_types = {t for e in events for t in e.op_types}
+    assert {"aten.convolution.default", "aten.relu.default", "aten.linear.default"} <= op_types

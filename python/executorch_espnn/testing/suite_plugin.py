@@ -17,8 +17,9 @@ It also
 - prints, at the end, the suite's own per-case result categories for the
   espnn cases (delegated / undelegated success, quantize / lowering / run /
   output-mismatch failure, skipped) and the most frequent error messages;
-- with ``--espnn-suite-json PATH`` writes one record per case (test id,
-  result, delegated, delegated/undelegated op counts, error).
+- with ``--espnn-suite-json PATH`` appends one JSON line per lowered model
+  (test id, result, delegated, delegated/undelegated op counts, error) as
+  each case finishes, so a run that is stopped keeps what it measured.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def pytest_addoption(parser):
     group.addoption("--espnn-suite-seed", type=int, default=0,
                     help="seed of the suite's input generation (default 0)")
     group.addoption("--espnn-suite-json", default=None, metavar="PATH",
-                    help="write one JSON record per espnn case to PATH")
+                    help="append one JSON line per lowered model of an espnn case to PATH")
 
 
 def pytest_configure(config):
@@ -89,8 +90,9 @@ def pytest_runtest_makereport(item, call):
     if flow is None or flow.name != "espnn":
         return
     report = outcome.get_result()
+    path = item.config.getoption("--espnn-suite-json")
     for summary in runner._results:
-        item.config.stash[_RECORDS].append({
+        record = {
             "test": item.nodeid,
             "subtest": summary.subtest_index,
             "pytest": report.outcome,
@@ -99,15 +101,15 @@ def pytest_runtest_makereport(item, call):
             "delegated_ops": dict(summary.delegated_op_counts or {}),
             "undelegated_ops": dict(summary.undelegated_op_counts or {}),
             "error": _error_line(summary.error),
-        })
+        }
+        item.config.stash[_RECORDS].append(record)
+        if path:
+            with open(path, "a") as f:
+                f.write(json.dumps(record) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     records = config.stash.get(_RECORDS, [])
-    path = config.getoption("--espnn-suite-json")
-    if path:
-        with open(path, "w") as f:
-            json.dump(records, f, indent=1)
     if not records:
         return
     tr = terminalreporter
