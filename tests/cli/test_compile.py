@@ -29,6 +29,7 @@ def test_default_model_compiles_runs_on_host_and_reports(compiled):
     assert part["payload"]["target"] == "esp32s3"
     v = doc["verification"]
     assert v["runtime"] == "pte" and v["passed"] and v["outputs"][0]["max_lsb"] <= 1
+    assert v["tolerance_lsb"] == 3
 
 
 def test_calibration_and_accuracy_come_from_the_given_files(compiled, tiny_data):
@@ -60,7 +61,8 @@ def test_cpu_fallback_lists_ops_with_reasons_and_strict_refuses(tmp_path):
     cumsum = [c for c in m["cpu_ops"] if c["op"].startswith("aten.cumsum")]
     assert cumsum and "no ESP-NN lowering" in cumsum[0]["reason"]
     assert "ops on the CPU" in r.out and "aten.cumsum" in r.out
-    assert doc["verification"]["passed"]
+    v = doc["verification"]
+    assert v["passed"] and v["outputs"][0]["max_lsb"] <= 3
     assert "[1/" not in r.err  # -q: no stage lines
 
     s = espnn("compile", f"{MODELS}:cumsum_island", "-o", tmp_path / "s.pte", "--strict")
@@ -99,3 +101,32 @@ def test_npy_folder_is_a_calibration_source(tmp_path):
     r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "f.pte", "--calibration", folder, "-q")
     assert r.code == 0, r
     assert json.loads((tmp_path / "f.report.json").read_text())["calibration"]["batches"] == 3
+
+
+def test_a_program_that_differs_from_the_quantized_model_exits_1(tmp_path, monkeypatch):
+    from executorch_espnn.cli import pipeline
+
+    real = pipeline.HostRunner.__call__
+
+    def off_by_a_lot(self, inputs):
+        return [o + 1.0 for o in real(self, inputs)]
+
+    monkeypatch.setattr(pipeline.HostRunner, "__call__", off_by_a_lot)
+    r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "bad.pte", "-q")
+    assert r.code == 1, r
+    assert "HOST VERIFICATION FAILED" in r.out
+    doc = json.loads((tmp_path / "bad.report.json").read_text())
+    assert not doc["verification"]["passed"] and doc["verification"]["outputs"][0]["differing_fraction"] == 1.0
+
+
+def test_without_a_host_kernel_the_lowered_program_is_verified_instead(tmp_path, monkeypatch):
+    from executorch_espnn.cli import host
+
+    monkeypatch.setattr(host, "missing_host_kernels", lambda pte, method=None: ["quantized_decomposed::fake.out"])
+    r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "e.pte", "-q")
+    assert r.code == 0, r
+    assert "lacks CPU kernel(s) quantized_decomposed::fake.out" in r.err
+    assert "host-verified: lowered program: ESP-NN delegates on the native runtime" in r.out
+    doc = json.loads((tmp_path / "e.report.json").read_text())
+    validate(doc)
+    assert doc["verification"]["runtime"] == "edge" and doc["host_missing_kernels"] == ["quantized_decomposed::fake.out"]

@@ -10,6 +10,13 @@ from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
 from .loading import DEFAULT_MODEL
 
 DEFAULT_RANDOM_BATCHES = 8
+# The integer kernels and PyTorch's reference round each requantization
+# independently, so single op groups agree within 1 LSB but the +-1 flips
+# propagate through deep networks (MobileNetV2: tests/aot/test_models.py, 3 LSB)
+# and across int8 -> float -> int8 CPU boundaries (a transformer block:
+# tests/runtime/test_transformer_fallback.py, 3 LSB). A wrong scale, zero
+# point, layout or routing is off by tens of LSB.
+DEFAULT_TOLERANCE_LSB = 3.0
 
 
 def add_parser(sub, parents) -> None:
@@ -43,8 +50,9 @@ def add_parser(sub, parents) -> None:
                    help="refuse to leave any op on the CPU (allow_cpu_fallback=False): exit code 3 instead")
     p.add_argument("--verify-samples", type=int, default=4, metavar="N",
                    help="host verification on N calibration batches (default 4)")
-    p.add_argument("--tolerance-lsb", type=float, default=1.0,
-                   help="largest difference from the quantized PyTorch model, in output steps (default 1)")
+    p.add_argument("--tolerance-lsb", type=float, default=DEFAULT_TOLERANCE_LSB,
+                   help="largest difference from the quantized PyTorch model, in output quantization steps "
+                   f"(default {DEFAULT_TOLERANCE_LSB:g}; see docs/cli.md)")
     p.add_argument("--seed", type=int, default=0, help="seed for random calibration data (default 0)")
     p.set_defaults(func=run)
 

@@ -107,7 +107,8 @@ def summary_lines(doc: dict) -> list[str]:
     v = doc["verification"]
     if v is not None:
         worst = "; ".join(
-            f"output {o['index']}: max {o['max_lsb']:.2f} LSB" if o["lsb"] else
+            f"output {o['index']}: max {o['max_lsb']:.2f} LSB, {100 * o['differing_fraction']:.1f}% of elements "
+            "differ" if o["lsb"] else
             f"output {o['index']}: max abs diff {o['max_abs_diff']:.3g}" for o in v["outputs"])
         verdict = "host-verified" if v["passed"] else "HOST VERIFICATION FAILED"
         lines.append(f"{verdict}: {v['ran']} vs the {v['reference']} on {v['samples']} input(s): {worst} "

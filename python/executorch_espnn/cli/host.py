@@ -50,16 +50,25 @@ class Comparison:
     scales: list  # output step (LSB) per output, None for float outputs
     max_abs: list[float] = field(default_factory=list)
     samples: int = 0
+    differing: list[int] = field(default_factory=list)  # elements more than half a step (1e-5 for float) apart
+    elements: list[int] = field(default_factory=list)
 
     def add(self, got: list, want: list) -> None:
         if len(got) != len(want):
             raise ValueError(f"{len(got)} outputs, the reference has {len(want)}")
-        diffs = []
+        diffs, differing = [], []
         for i, (g, w) in enumerate(zip(got, want)):
             if tuple(g.shape) != tuple(w.shape):
                 raise ValueError(f"output {i}: shape {tuple(g.shape)}, the reference has {tuple(w.shape)}")
-            diffs.append(float((g.double() - w.double()).abs().max()) if g.numel() else 0.0)
-        self.max_abs = [max(a, b) for a, b in zip(self.max_abs, diffs)] if self.max_abs else diffs
+            d = (g.double() - w.double()).abs()
+            diffs.append(float(d.max()) if g.numel() else 0.0)
+            step = self.scales[i] / 2 if i < len(self.scales) and self.scales[i] else 1e-5
+            differing.append(int((d > step).sum()))
+        if not self.max_abs:
+            self.max_abs, self.differing, self.elements = [0.0] * len(got), [0] * len(got), [0] * len(got)
+        self.max_abs = [max(a, b) for a, b in zip(self.max_abs, diffs)]
+        self.differing = [a + b for a, b in zip(self.differing, differing)]
+        self.elements = [a + g.numel() for a, g in zip(self.elements, got)]
         self.samples += 1
 
     @property

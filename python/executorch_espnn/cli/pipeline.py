@@ -179,7 +179,8 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float, float_a
             cmp.add(got, as_list(quantized(*batch.inputs)))
     return {"runtime": runner.kind, "ran": runner.description, "reference": "quantized PyTorch model",
             "method": runner.method, "samples": cmp.samples, "tolerance_lsb": tolerance_lsb,
-            "outputs": [{"index": i, "max_abs_diff": d, "lsb": s, "max_lsb": lsb}
+            "outputs": [{"index": i, "max_abs_diff": d, "lsb": s, "max_lsb": lsb,
+                         "differing_fraction": cmp.differing[i] / cmp.elements[i] if cmp.elements[i] else 0.0}
                         for i, (d, s, lsb) in enumerate(zip(cmp.max_abs, cmp.scales, cmp.max_lsb))],
             "passed": cmp.passed(tolerance_lsb, float_atol)}
 
