@@ -130,3 +130,18 @@ def test_without_a_host_kernel_the_lowered_program_is_verified_instead(tmp_path,
     doc = json.loads((tmp_path / "e.report.json").read_text())
     validate(doc)
     assert doc["verification"]["runtime"] == "edge" and doc["host_missing_kernels"] == ["quantized_decomposed::fake.out"]
+
+
+def test_labelled_npy_folder_classes_come_from_sub_folders(tmp_path):
+    import torch
+
+    from executorch_espnn.cli.data import load_dataset
+
+    for k, name in enumerate(["cat", "dog"]):
+        (tmp_path / "d" / name / "deeper").mkdir(parents=True)
+        np.save(tmp_path / "d" / name / "a.npy", np.full((2, 16), k, np.float32))
+        np.save(tmp_path / "d" / name / "deeper" / "b.npy", np.full((16,), k, np.float32))
+    ds = load_dataset(str(tmp_path / "d"), (torch.zeros(1, 16),), "--eval-data", need_labels=True)
+    assert ds.samples == 6
+    assert [int(b.labels) for b in ds.batches] == [0, 0, 0, 1, 1, 1]
+    assert all(float(b.inputs[0].mean()) == int(b.labels) for b in ds.batches)

@@ -33,6 +33,9 @@ def test_report_reads_back_delegates_payloads_and_memory(pte, tmp_path):
         assert payload[key] == compiled_payload[key], key
     assert m["planned_memory_bytes"] == compiled_doc["methods"]["forward"]["planned_memory_bytes"]
     assert "CONV2D" in r.out and "ops on the CPU: none" in r.out
+    html = (tmp_path / "r.html").read_text()
+    _self_contained(html)
+    assert html.count("<svg") == 2 and "espnn report" in html
 
 
 def test_report_of_a_file_that_is_not_a_pte(tmp_path):

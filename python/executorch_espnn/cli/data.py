@@ -134,7 +134,8 @@ def _folder(folder: Path, example_inputs, what: str):
     shape = tuple(example_inputs[0].shape)
     classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
     samples, labels = [], []
-    files = [(p, classes.index(p.parent.name) if p.parent != folder else None)
+    # A file's class is the top-level sub-folder it is under (None directly in `folder`).
+    files = [(p, classes.index(p.relative_to(folder).parts[0]) if p.parent != folder else None)
              for p in sorted(folder.rglob("*")) if p.is_file()]
     for p, label in files:
         suffix = p.suffix.lower()

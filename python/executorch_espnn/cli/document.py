@@ -52,7 +52,8 @@ def _bytes(n) -> str:
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     """Columns whose cells are all figures are right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    numeric = [all(r[i][:1].isdigit() or r[i] in ("", "-") for r in rows[1:]) for i in range(len(rows[0]))]
+    numeric = [all(r[i][:1].isdigit() or r[i] in ("", "-") for r in rows[1:])
+               and any(r[i][:1].isdigit() for r in rows[1:]) for i in range(len(rows[0]))]
     return [indent + "  ".join(c.rjust(w) if num else c.ljust(w)
                                for c, w, num in zip(r, widths, numeric)).rstrip() for r in rows]
 

@@ -140,7 +140,13 @@ class HostRunner:
         self.kind = "pte" if use_pte else "edge"
         self.program = None
         if use_pte:
+            from .. import ET_BACKEND_ERROR, _et_backend
             from ..runtime import load_program
+
+            if _et_backend is None:
+                raise UsageError(f"the EspNNBackend delegate is not available in this install ({ET_BACKEND_ERROR}): "
+                                 "install executorch-espnn into the environment that holds the executorch wheel "
+                                 "it pins (pip install .)")
 
             try:
                 self.program = load_program(pte)
