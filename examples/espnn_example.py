@@ -40,6 +40,10 @@ def lower(quantized, example_inputs, **options):
 
 
 def write_pte(edge, path: Path) -> bytes:
+    # Quantize/dequantize nodes left on the CPU need the out-variant kernels of
+    # ExecuTorch's quantized-ops library, registered by importing it.
+    import executorch.kernels.quantized  # noqa: F401
+
     data = edge.to_executorch().buffer
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
@@ -66,10 +70,25 @@ def host_check(pte, quantized, inputs, label: str = "host run") -> float:
     got, want = result.outputs[0], result.expected[0]
     same_top1 = (got.argmax(-1) == want.argmax(-1)).float().mean().item()
     if scale:
-        lsb = diff / scale
+        lsb = round(diff / scale, 3)  # diff and scale are float32-rounded: 1 LSB may come out as 1.0000001
         print(f"{label}: .pte on executorch.runtime vs quantized PyTorch: max {lsb:.0f} LSB "
               f"(LSB {scale:.4g}), top-1 agrees on {100 * same_top1:.0f}%")
         return lsb
     print(f"{label}: .pte on executorch.runtime vs quantized PyTorch: max abs diff {diff:.4g}, "
           f"top-1 agrees on {100 * same_top1:.0f}%")
     return diff
+
+
+def cpu_compute_ops(edge, method: str = "forward") -> list:
+    """The report's CPU ops that do real work: every op without an ESP-NN
+    lowering counts; ops the lowering registers as data movement or
+    quantize/dequantize (compute=False) do not."""
+    from executorch_espnn.lowering.registry import lookup
+
+    nodes = {n.name: n for n in edge.exported_program(method).graph.nodes}
+    out = []
+    for op in delegation_report(edge).methods[method].cpu_ops:
+        entry = lookup(nodes[op.node])
+        if entry is None or entry.compute:
+            out.append(op)
+    return out
