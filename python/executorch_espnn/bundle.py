@@ -13,7 +13,7 @@ the C++ side is ``components/espnn_runtime/include/espnn/bundle.h``
     python -m executorch_espnn.bundle results monitor.log     # result lines -> JSON
 
 Python API: :class:`BundleCase`, :func:`make_case`, :func:`write_bundle`,
-:func:`read_bundle`, :func:`parse_results`.
+:func:`read_bundle`, :func:`parse_results`, :func:`check_run`.
 """
 
 from __future__ import annotations
@@ -220,6 +220,62 @@ def parse_result_line(line: str) -> dict | None:
 def parse_results(text: str) -> list[dict]:
     """Every runner record in a console log, in order."""
     return [r for r in map(parse_result_line, text.splitlines()) if r is not None]
+
+
+@dataclass
+class RunLog:
+    """One complete runner session (bundle or .pte mode) from a console log."""
+
+    begin: dict
+    results: dict[str, dict]  # case name -> its ESPNN_RESULT record, in order
+    end: dict
+
+    @property
+    def mode(self) -> str:
+        return self.begin.get("mode", "bundle")
+
+    @property
+    def ok(self) -> bool:
+        return self.end.get("failed") == 0 and all(r.get("status") == "pass" for r in self.results.values())
+
+    def failures(self) -> list[dict]:
+        return [r for r in self.results.values() if r.get("status") != "pass"]
+
+
+def check_run(text: str) -> RunLog:
+    """The last complete runner session in a console log (a board that
+    resets prints from the start again), checked for consistency: one
+    ESPNN_BEGIN, one ESPNN_RESULT per case with unique names, an ESPNN_END
+    whose counts match. A bundle/suite that did not parse (ESPNN_BUNDLE_ERROR
+    / ESPNN_SUITE_ERROR) and a log without END (crash, watchdog reset, a
+    timeout that cut the log) raise ValueError saying which."""
+    recs = parse_results(text)
+    starts = [i for i, r in enumerate(recs) if r["kind"] in ("BEGIN", "BUNDLE_ERROR", "SUITE_ERROR")]
+    if not starts:
+        raise ValueError("no ESPNN_BEGIN line: the runner did not start (wrong app, port or baud rate?)")
+    session = recs[starts[-1]:]
+    first = session[0]
+    if first["kind"] != "BEGIN":
+        raise ValueError(f"the runner rejected the {'suite' if first['kind'] == 'SUITE_ERROR' else 'bundle'}: "
+                         f"{first.get('msg', '?')}")
+    ends = [r for r in session if r["kind"] == "END"]
+    if not ends:
+        raise ValueError(f"no ESPNN_END after ESPNN_BEGIN ({len([r for r in session if r['kind'] == 'RESULT'])} of "
+                         f"{first.get('cases')} results): the board crashed, reset or the log was cut")
+    end = ends[0]
+    results: dict[str, dict] = {}
+    for r in session[:session.index(end)]:
+        if r["kind"] != "RESULT":
+            continue
+        if r.get("case") in results:
+            raise ValueError(f"case {r.get('case')} reported twice in one session")
+        results[r.get("case")] = r
+    passed = sum(r.get("status") == "pass" for r in results.values())
+    counts = (first.get("cases"), end.get("cases"), end.get("passed"), end.get("failed"))
+    if counts != (len(results), len(results), passed, len(results) - passed):
+        raise ValueError(f"inconsistent session: BEGIN cases={counts[0]}, END cases/passed/failed={counts[1:]}, "
+                         f"{len(results)} result lines of which {passed} pass")
+    return RunLog(first, results, end)
 
 
 # ----------------------------------------------------------------- CLI

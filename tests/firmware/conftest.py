@@ -93,6 +93,36 @@ def xtensa(tmp_path_factory, corpus_cases):
     return result
 
 
+def _et_root() -> Path:
+    import executorch
+
+    return Path(list(executorch.__path__)[0])
+
+
+@pytest.fixture(scope="session")
+def pte_runner(tmp_path_factory) -> Path:
+    """main/'s .pte runner (tests/firmware/pte_host) built against the
+    installed executorch wheel's libexecutorch.so; skipped when executorch
+    or cmake is missing."""
+    pytest.importorskip("executorch")
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    et = _et_root()
+    if not (et / "lib/libexecutorch.so").is_file():
+        pytest.skip(f"the executorch wheel at {et} has no lib/libexecutorch.so (needs executorch >= 1.5)")
+    build = tmp_path_factory.mktemp("pte_host")
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    env = {k: v for k, v in os.environ.items() if k != "ESPNN_DIR"}
+    for cmd in (["cmake", "-S", str(REPO / "tests/firmware/pte_host"), "-B", str(build), *gen,
+                 "-DCMAKE_BUILD_TYPE=Release", f"-DET_ROOT={et}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+                ["cmake", "--build", str(build), "--target", "pte_runner", "host_pal_objects", "-j",
+                 str(os.cpu_count() or 2)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            pytest.fail(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return build / "pte_runner"
+
+
 def pytest_terminal_summary(terminalreporter):
     if not any(XTENSA_REPORT.values()):
         return

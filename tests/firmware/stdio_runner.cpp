@@ -18,7 +18,8 @@
 //     --print-format    print the bundle format constants (drift test)
 //     --print-pte-format  print the .pte suite format constants (drift test)
 //     --inspect-suite FILE  parse an XTSP .pte suite with the device parser
-//                       and print its cases (or SUITE_ERROR msg=...)
+//                       and print its cases (or SUITE_ERROR msg=...); give
+//                       --misalign=N before it to load the file misaligned
 //     --hello           run the component's examples/hello app_main instead
 //     --unaligned-probe load an int32 from an odd address (on Xtensa this
 //                       must trap: the control for the alignment tests)
@@ -169,11 +170,11 @@ void PrintTensor(const espnn::pte::Tensor& t) {
 }
 
 // The device parser's view of a suite, for comparison with pte_suite.py.
-int InspectSuite(const char* path) {
+int InspectSuite(const char* path, uint32_t misalign) {
   void* block = nullptr;
   uint8_t* data = nullptr;
   size_t size = 0;
-  if (!ReadFile(path, 0, &block, &data, &size)) {
+  if (!ReadFile(path, misalign, &block, &data, &size)) {
     fprintf(stderr, "bundle_runner: cannot read %s\n", path);
     return 2;
   }
@@ -237,7 +238,7 @@ int main(int argc, char** argv) {
       PrintPteFormat();
       return 0;
     } else if (strcmp(a, "--inspect-suite") == 0 && i + 1 < argc) {
-      return InspectSuite(argv[i + 1]);
+      return InspectSuite(argv[i + 1], misalign);  // (--misalign=N must come first)
     } else if (strcmp(a, "--print-format") == 0) {
       PrintFormat();
       return 0;

@@ -1,8 +1,17 @@
 """What of the device code is compiled where, and symbol hygiene.
 
-Every device source file must be compiled by the host build and by the Xtensa
-build, except the thin ESP-IDF glue that docs/firmware.md lists. The
-component's library must define no ExecuTorch PAL symbol and no C symbol
+Every .c/.cpp file under components/ and main/ must be compiled by a host
+build or the Xtensa build here, except the thin ESP-IDF glue that
+docs/firmware.md lists (only ESP-IDF compiles it; it has never been built).
+More precisely:
+- every source but the glue is compiled by a host build: the tools build
+  (bundle_runner, host_runner fixture) or the .pte runner build against the
+  executorch wheel (tests/firmware/pte_host, pte_runner fixture);
+- every source that needs neither ExecuTorch's headers nor the host's own
+  PAL is also cross-compiled for Xtensa lx106 (xtensa fixture). ExecuTorch
+  is not cross-built here, so the files that include <executorch/...> (the
+  delegate and main/'s .pte runner) are host-only until an ESP-IDF build.
+The component's library must define no ExecuTorch PAL symbol and no C symbol
 outside the espnn_pal_ prefix, so it cannot clash with another runner's PAL."""
 
 from __future__ import annotations
@@ -18,13 +27,10 @@ import pytest
 from . import hello_model
 from .conftest import REPO
 
-DEVICE_DIRS = ["components/espnn_runtime/src", "components/espnn_runtime/examples", "main"]
-# The ExecuTorch BackendInterface glue needs ExecuTorch's headers: on the host
-# the pip build compiles it into executorch_espnn._et_backend (tests/runtime
-# runs it through executorch.runtime); the tools-only and Xtensa builds here
-# have no ExecuTorch, and the device build gets it with the cross-built
-# ExecuTorch (docs/runtime.md).
-EXECUTORCH_GLUE_DIR = REPO / "components/espnn_runtime/src/executorch"
+DEVICE_DIRS = ["components", "main"]
+# The host's espnn_pal_* for the Python extension's delegate build; the
+# Xtensa shell brings its own PAL (tests/firmware/stdio_pal.cpp).
+HOST_PAL = {"components/espnn_runtime/src/platform_host.cpp"}
 
 
 def device_sources() -> set[str]:
@@ -32,8 +38,17 @@ def device_sources() -> set[str]:
     for d in DEVICE_DIRS:
         for ext in ("*.c", "*.cpp"):
             out |= {str(p.relative_to(REPO)) for p in (REPO / d).rglob(ext)
-                    if EXECUTORCH_GLUE_DIR not in p.parents}
+                    if not {"build", "managed_components"} & set(p.relative_to(REPO).parts)}
     return out
+
+
+def executorch_sources() -> set[str]:
+    """Device sources that need ExecuTorch's headers (platform_et_pal.cpp
+    only uses them when present: __has_include)."""
+    def needs(text: str) -> bool:
+        return bool(re.search(r"#include\s*<executorch/", text)) and "__has_include(<executorch/" not in text
+
+    return {s for s in device_sources() if needs((REPO / s).read_text())}
 
 
 def documented_glue() -> set[str]:
@@ -42,8 +57,8 @@ def documented_glue() -> set[str]:
     return set(re.findall(r"^- `([^`]+)`", section, re.M))
 
 
-def host_compiled(runner) -> set[str]:
-    commands = json.loads((runner.parent / "compile_commands.json").read_text())
+def host_compiled(executable: Path) -> set[str]:
+    commands = json.loads((executable.parent / "compile_commands.json").read_text())
     files = set()
     for c in commands:
         p = (Path(c["directory"]) / c["file"]).resolve()
@@ -58,16 +73,26 @@ def test_glue_list_names_real_files():
     assert glue <= device_sources()
 
 
-def test_every_device_source_but_the_glue_is_built_on_the_host(host_runner):
-    missing = device_sources() - documented_glue() - host_compiled(host_runner)
-    assert not missing, f"device sources the host build does not compile: {sorted(missing)}"
+def test_executorch_dependent_sources_are_the_expected_ones():
+    """A new file that includes ExecuTorch must be added to a host build
+    deliberately (it cannot go into the Xtensa build)."""
+    assert executorch_sources() == {"components/espnn_runtime/src/executorch/espnn_backend.cpp",
+                                    "main/pte_runner.cpp"}
 
 
-def test_every_device_source_but_the_glue_is_built_for_xtensa(xtensa):
-    built = {str(p.relative_to(REPO)) for p in xtensa.sources}
+def test_every_device_source_but_the_glue_is_built_on_the_host(host_runner, pte_runner):
+    built = host_compiled(host_runner) | host_compiled(pte_runner)
     missing = device_sources() - documented_glue() - built
+    assert not missing, f"device sources no host build compiles: {sorted(missing)}"
+    assert not (documented_glue() & built)
+
+
+def test_every_portable_device_source_is_built_for_xtensa(xtensa):
+    built = {str(p.relative_to(REPO)) for p in xtensa.sources}
+    missing = device_sources() - documented_glue() - executorch_sources() - HOST_PAL - built
     assert not missing, f"device sources the Xtensa build does not compile: {sorted(missing)}"
     assert not (documented_glue() & built)
+    assert "components/espnn_runtime/src/pte_suite.cpp" in built
 
 
 def test_library_defines_no_foreign_c_symbols(host_runner):

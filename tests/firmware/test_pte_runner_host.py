@@ -12,11 +12,7 @@ against pte_suite.py through the bundle_runner shell (--inspect-suite,
 from __future__ import annotations
 
 import copy
-import os
-import shutil
-import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -28,33 +24,7 @@ from executorch_espnn import pte_suite as S  # noqa: E402
 from executorch_espnn.bundle import parse_results  # noqa: E402
 
 from . import pte_models  # noqa: E402
-from .conftest import REPO  # noqa: E402
-
-
-def _et_root() -> Path:
-    import executorch
-
-    return Path(list(executorch.__path__)[0])
-
-
-@pytest.fixture(scope="session")
-def pte_runner(tmp_path_factory) -> Path:
-    """tests/firmware/pte_host built against the installed executorch wheel."""
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake is not installed")
-    et = _et_root()
-    if not (et / "lib/libexecutorch.so").is_file():
-        pytest.skip(f"the executorch wheel at {et} has no lib/libexecutorch.so (needs executorch >= 1.5)")
-    build = tmp_path_factory.mktemp("pte_host")
-    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-    env = {k: v for k, v in os.environ.items() if k != "ESPNN_DIR"}
-    for cmd in (["cmake", "-S", str(REPO / "tests/firmware/pte_host"), "-B", str(build), *gen,
-                 "-DCMAKE_BUILD_TYPE=Release", f"-DET_ROOT={et}"],
-                ["cmake", "--build", str(build), "--target", "pte_runner", "-j", str(os.cpu_count() or 2)]):
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if r.returncode != 0:
-            pytest.fail(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    return build / "pte_runner"
+from .suite_mutations import inspect_lines, suite_mutations, synthetic_suite  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -180,73 +150,13 @@ def test_python_layout_matches_the_cpp_header(host_runner):
     assert cpp == py
 
 
-def inspect_lines(s: S.PteSuite) -> list[str]:
-    """What `bundle_runner --inspect-suite` prints for a valid suite."""
-    def tensors(arrays, atols):
-        out = ""
-        for a, t in zip(arrays, atols):
-            out += f" {a.dtype.name}[{','.join(map(str, a.shape))}]" + (f"~{t:g}" if t > 0 else "")
-        return out
-
-    lines = [f"SUITE method={s.method} pte_bytes={len(s.pte)} pte_crc={zlib.crc32(s.pte):08x} "
-             f"cases={len(s.cases)}"]
-    for c in s.cases:
-        lines.append(f"CASE {c.name} runs={c.runs} in{tensors(c.inputs, [0] * len(c.inputs))} "
-                     f"out{tensors(c.expected, c.atols())}")
-    return lines
-
-
 def test_device_parser_reads_what_python_wrote(host_runner, pte, tmp_path):
-    ins = [np.arange(6, dtype=np.int8).reshape(2, 3), np.array(True), np.zeros((0, 4), np.int32),
-           np.ones((1, 2, 1, 1, 1, 1, 1, 2), np.float16)]
-    outs = [np.linspace(0, 1, 5, dtype=np.float32), np.arange(4, dtype=np.int64).reshape(1, 1, 2, 2),
-            np.zeros(3, np.float64), np.zeros(2, np.uint8), np.zeros(2, np.int16)]
-    s = S.PteSuite(pte, "forward", [S.PteCase("mixed", ins, outs, runs=7, atol=[0.25, 0, 0.5, 0, 0]),
-                                    S.PteCase("b", ins[:1], outs[:1])])
-    p = tmp_path / "s.xtsp"
-    p.write_bytes(S.write_suite(s))
-    r = subprocess.run([str(host_runner), "--inspect-suite", str(p)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.splitlines() == inspect_lines(S.read_suite(p.read_bytes()))
-
-
-def _recrc(data: bytearray) -> bytes:
-    struct.pack_into("<I", data, 40, zlib.crc32(bytes(data[48:])))
-    return bytes(data)
-
-
-def suite_mutations(data: bytes) -> list[tuple[str, bytes, str]]:
-    """(name, bytes, expected message fragment) of malformed suites; the
-    CRC is fixed up so each reaches the check it targets."""
-    first_case = 48
-    in_tab = struct.unpack_from("<I", data, first_case + 8)[0]
-    out_tab = struct.unpack_from("<I", data, first_case + 16)[0]
-
-    def put(off: int, fmt: str, value) -> bytes:
-        b = bytearray(data)
-        struct.pack_into(fmt, b, off, value)
-        return _recrc(b)
-
-    return [
-        ("truncated", data[:len(data) // 2], "exceeds the"),
-        ("magic", b"XTSB" + data[4:], "bad magic"),
-        ("version", put(4, "<H", 2), "version 2"),
-        ("crc", data[:-1] + bytes([data[-1] ^ 1]), "CRC-32 mismatch"),
-        ("case_count", put(32, "<I", 0), "case_count 0"),
-        ("pte_misaligned", put(16, "<I", struct.unpack_from("<I", data, 16)[0] + 4), "aligned"),
-        ("method_name", put(struct.unpack_from("<I", data, 24)[0], "<B", ord(" ")), "identifier"),
-        ("no_outputs", put(first_case + 20, "<I", 0), "0 outputs"),
-        ("dtype", put(in_tab, "<I", 15), "dtype code 15"),
-        ("rank", put(in_tab + 4, "<I", 9), "rank 9"),
-        ("dims_vs_size", put(in_tab + 32, "<I", 2), "do not match its shape"),
-        ("dim_overflow", put(in_tab + 36, "<I", 0x40000000), "overflows"),
-        ("data_misaligned", put(in_tab + 8, "<I", struct.unpack_from("<I", data, in_tab + 8)[0] + 4),
-         "misaligned or outside"),
-        ("input_atol", put(in_tab + 16, "<f", 0.5), "tolerance"),
-        ("nan_atol", put(out_tab + 16, "<f", float("nan")), "tolerance"),
-        ("case_flags", put(first_case + 28, "<I", 1), "flags"),
-        ("runs", put(first_case + 24, "<I", S.MAX_RUNS + 1), "runs"),
-    ]
+    for name, s in (("synthetic", synthetic_suite()), ("real", S.make_suite(pte, cases=2))):
+        p = tmp_path / f"{name}.xtsp"
+        p.write_bytes(S.write_suite(s))
+        r = subprocess.run([str(host_runner), "--inspect-suite", str(p)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.splitlines() == inspect_lines(S.read_suite(p.read_bytes()))
 
 
 def test_device_parser_rejects_malformed_suites(host_runner, suite, tmp_path):

@@ -235,3 +235,29 @@ def test_code_size_at_Os(xtensa):
     out = subprocess.run(["xtensa-lx106-elf-size", str(xtensa.elf_os)], capture_output=True, text=True).stdout
     XTENSA_REPORT["size"].append("  whole -Os test program: " + " ".join(out.splitlines()[-1].split()[:3]) +
                                  " (text data bss)")
+
+
+def test_pte_suite_parser_on_xtensa_matches_the_host(xtensa, host_runner, tmp_path):
+    """The .pte mode's container parser (src/pte_suite.cpp) on Xtensa: the
+    same view of a valid suite as the host and pte_suite.py, from aligned and
+    misaligned addresses (byte loads only, no trap), and the host's exact
+    verdict on every malformed suite."""
+    from executorch_espnn import pte_suite as S
+
+    from .suite_mutations import inspect_lines, suite_mutations, synthetic_suite
+
+    good = tmp_path / "good.xtsp"
+    data = S.write_suite(synthetic_suite())
+    good.write_bytes(data)
+    for misalign in ("0", "3"):
+        r = xtensa.run(f"--misalign={misalign}", "--inspect-suite", str(good))
+        _assert_no_trap(r)
+        assert r.returncode == 0 and r.stdout.splitlines() == inspect_lines(S.read_suite(data)), r.stdout
+    for name, bad, fragment in suite_mutations(data):
+        p = tmp_path / f"{name}.xtsp"
+        p.write_bytes(bad)
+        r = xtensa.run("--inspect-suite", str(p))
+        _assert_no_trap(r)
+        host = subprocess.run([str(host_runner), "--inspect-suite", str(p)], capture_output=True, text=True)
+        assert (r.returncode, r.stdout) == (host.returncode, host.stdout), name
+        assert r.returncode == 1 and fragment in r.stdout, (name, r.stdout)

@@ -17,6 +17,9 @@ FIRMWARE = REPO / "tests/firmware"
 # ESP-IDF-only sources (esp_timer, heap_caps, esp_cpu, esp_log); documented
 # in docs/firmware.md as the thin glue that only ESP-IDF compiles.
 ESP_IDF_ONLY = {"platform_esp_idf.cpp"}
+# The host's own espnn_pal_* (the Python extension's delegate build); the
+# Xtensa shell has tests/firmware/stdio_pal.cpp instead.
+HOST_PAL = {"platform_host.cpp"}
 
 
 def sim_path() -> Path:
@@ -51,7 +54,7 @@ def kernel_sources() -> tuple[list[Path], list[Path], str]:
 def runtime_sources() -> list[Path]:
     """Every C++ source of the component except the ESP-IDF-only glue."""
     srcs = sorted((RUNTIME / "src").glob("*.cpp")) + sorted((RUNTIME / "src/ops").glob("*.cpp"))
-    return [s for s in srcs if s.name not in ESP_IDF_ONLY]
+    return [s for s in srcs if s.name not in ESP_IDF_ONLY | HOST_PAL]
 
 
 @dataclass

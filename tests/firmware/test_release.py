@@ -1,0 +1,65 @@
+"""The release workflow's consistency check (.github/scripts/check_release.py):
+tag = v<manifest version>, a CHANGELOG section for it, manifest links into
+the repository the release is built from. The workflow itself
+(.github/workflows/upload-component.yml) cannot run here (no GitHub Actions,
+no registry)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO
+
+SCRIPT = REPO / ".github/scripts/check_release.py"
+HOME = "https://github.com/executorch-espnn/executorch-espnn"
+
+
+def check(tag: str, repository: str = HOME, root=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--tag", tag, "--repository", repository,
+                           "--root", str(root)], capture_output=True, text=True)
+
+
+def manifest_version() -> str:
+    return re.search(r'^version: "([^"]+)"', (REPO / "components/espnn_runtime/idf_component.yml").read_text(),
+                     re.M).group(1)
+
+
+def test_current_manifest_is_releasable():
+    r = check(f"v{manifest_version()}")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("tag, repository, message", [
+    ("v9.9.9", HOME, "is not v"),
+    ("v{v}", "https://github.com/someone/fork", "is not 'https://github.com/someone/fork'"),
+])
+def test_inconsistent_releases_are_refused(tag, repository, message):
+    r = check(tag.format(v=manifest_version()), repository)
+    assert r.returncode == 1 and message in r.stderr, r.stderr
+
+
+def test_missing_changelog_section_or_todo_is_refused(tmp_path):
+    (tmp_path / "components/espnn_runtime").mkdir(parents=True)
+    manifest = (REPO / "components/espnn_runtime/idf_component.yml").read_text()
+    (tmp_path / "components/espnn_runtime/idf_component.yml").write_text(manifest + "# TODO later\n")
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## [0.0.1]\n")
+    r = check(f"v{manifest_version()}", root=tmp_path)
+    assert r.returncode == 1
+    assert "no '## [" in r.stderr and "still has a TODO" in r.stderr
+
+
+def test_workflow_uploads_the_component_on_version_tags():
+    wf = (REPO / ".github/workflows/upload-component.yml").read_text()
+    assert re.search(r'tags: \["v\*"\]', wf)
+    assert "espressif/upload-components-ci-action@v2" in wf
+    assert '"espnn_runtime:components/espnn_runtime"' in wf
+    assert "vars.IDF_COMPONENT_NAMESPACE" in wf and "check_release.py" in wf
+    if shutil.which("python3"):
+        yaml = pytest.importorskip("yaml")
+        doc = yaml.safe_load(wf)
+        assert doc["jobs"]["upload"]["needs"] == "check"
