@@ -402,7 +402,7 @@ RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const Pte
     }
   }
 
-  static InputTensors inputs;  // ~20 KB: static rather than on the task stack
+  static InputTensors inputs;  // ~8 KB: static rather than on the task stack
   for (uint32_t ci = 0; ci < suite.num_cases(); ++ci) {
     const Case c = suite.case_at(ci);
     CaseRun run(suite, c, pf);
