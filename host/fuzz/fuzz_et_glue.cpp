@@ -11,6 +11,11 @@
 //   bits 4-5  which argument is made wrong (modulo the argument count);
 //   bit 6     an event tracer is attached (per-op profiling path).
 //
+// fuzz_et_glue_heap is the same target with the glue's heap memory source
+// (CONFIG_ESPNN_MEMORY_INTERNAL_FIRST: espnn_pal_malloc, linked with
+// -Wl,--wrap so this file caps each block at kMaxBlock and counts the live
+// ones): every block must be freed again by destroy() or by the failed init.
+//
 // Findings (abort): sanitizer reports; init's verdict disagreeing with
 // ParseModel on the same bytes; a failure without a logged reason; the
 // processed buffer freed while the model reads it, or kept after a copy;
@@ -25,6 +30,7 @@
 #include "espnn/executorch_backend.h"
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+#include "espnn/platform.h"
 #include "et_test_support.h"
 #include "fuzz_common.h"
 
@@ -68,6 +74,7 @@ void OnMalloc(const volatile void*, size_t) {
 void OnFree(const volatile void*) {}
 
 unsigned long g_error_logs = 0;
+long g_pal_live = 0;  // espnn_pal_malloc blocks not yet freed (heap variant)
 
 // Every block its own exact-size heap allocation, so ASan sees a one-byte
 // overrun of the arena, the scratch or the payload copy.
@@ -183,6 +190,23 @@ void NoHook(void*, bool) {}
 
 }  // namespace
 
+#ifdef ESPNN_FUZZ_HEAP_SOURCE
+extern "C" {
+void* __real_espnn_pal_malloc(size_t, espnn_mem_pref_t);
+void __real_espnn_pal_free(void*);
+void* __wrap_espnn_pal_malloc(size_t n, espnn_mem_pref_t pref) {
+  if (n > kMaxBlock) return nullptr;  // as ExactAllocator: a refusal the glue must handle
+  void* p = __real_espnn_pal_malloc(n, pref);
+  if (p != nullptr) ++g_pal_live;
+  return p;
+}
+void __wrap_espnn_pal_free(void* p) {
+  if (p != nullptr) --g_pal_live;
+  __real_espnn_pal_free(p);
+}
+}  // extern "C"
+#endif
+
 // ExecuTorch's log hook (weak in libexecutorch.so; the executable's
 // definition wins): silence, but count error messages — every failure of the
 // glue must come with a logged reason.
@@ -238,6 +262,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!handle.ok()) {
     const Error e = handle.error();
     FUZZ_CHECK(g_error_logs > logs_before);
+    FUZZ_CHECK(g_pal_live == 0);  // a failed init gives back every heap block
     if (!parsed.ok()) {
       FUZZ_CHECK(e == (parsed.code() == espnn::StatusCode::kUnsupportedVersion
                            ? Error::DelegateInvalidCompatibility
@@ -285,6 +310,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (uint32_t i = num_in; i < num_args; ++i) FUZZ_CHECK(args[i].Untouched());
   }
   backend->destroy(handle.get());
+  FUZZ_CHECK(g_pal_live == 0);  // destroy() gives back every heap block
   delete[] args;
   processed.Free();
   free(block);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets (docs/fuzzing.md).
 #
-#   host/fuzz/run.sh [-t SECONDS] [-b BUILD_ROOT] [-v "x86_64 i386"] [-T "parse run et_glue"] [-- LIBFUZZER_ARGS...]
+#   host/fuzz/run.sh [-t SECONDS] [-b BUILD_ROOT] [-v "x86_64 i386"] [-T "parse run et_glue et_glue_heap"] [-- LIBFUZZER_ARGS...]
 #
 # For every variant (64-bit, and 32-bit when clang's i386 runtimes are
 # there; a missing one is skipped with the reason) and every target:
@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 seconds=60
 root=""
 variants="x86_64 i386"
-targets="parse run et_glue"
+targets="parse run et_glue et_glue_heap"
 while [ $# -gt 0 ]; do
   case "$1" in
     -t) seconds=$2; shift 2 ;;
@@ -44,11 +44,11 @@ for v in $variants; do
     continue
   fi
   for t in $targets; do
-    if [ ! -x "$bin/fuzz_$t" ]; then  # fuzz_et_glue: 64-bit with the executorch wheel only
-      echo "fuzz $v $t: skipped ($(grep -h "fuzz $v $t" "$root/skipped" || echo 'not built'))"
+    if [ ! -x "$bin/fuzz_$t" ]; then  # fuzz_et_glue*: 64-bit with the executorch wheel only
+      echo "fuzz $v $t: skipped ($(grep -h "fuzz $v .*$t" "$root/skipped" | head -1 || echo 'not built'))"
       continue
     fi
-    seeds=("$here/corpus/$t")
+    seeds=("$here/corpus/${t%_heap}")  # et_glue_heap shares et_glue's seeds
     [ -d "$here/regressions/$t" ] && seeds+=("$here/regressions/$t")
     files=()
     for d in "${seeds[@]}"; do

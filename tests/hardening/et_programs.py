@@ -23,14 +23,14 @@ class EtProgram:
     payloads: list[bytes]
 
 
-def _lower(name: str, model: nn.Module, shape, seed: int = 0) -> EtProgram:
+def _lower(name: str, make_model, shape, seed: int = 0) -> EtProgram:
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from executorch_espnn import EspNNQuantizer, to_espnn_edge
 
+    torch.manual_seed(seed)  # the weights: same program, same payload bytes, every time
+    model = make_model().eval()
     g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    model = model.eval()
     example = (torch.randn(*shape, generator=g),)
     gm = torch.export.export(model, example).module(check_guards=False)
     gm = prepare_pt2e(gm, EspNNQuantizer())
@@ -79,15 +79,15 @@ class _CumsumIsland(nn.Module):  # conv | cumsum on the CPU | conv: two delegate
 
 
 def cnn() -> EtProgram:
-    return _lower("cnn", _Cnn(), (1, 3, 8, 8))
+    return _lower("cnn", _Cnn, (1, 3, 8, 8))
 
 
 def mlp() -> EtProgram:
-    return _lower("mlp", _Mlp(), (1, 16))
+    return _lower("mlp", _Mlp, (1, 16))
 
 
 def cumsum_island() -> EtProgram:
-    return _lower("cumsum_island", _CumsumIsland(), (1, 3, 6, 6))
+    return _lower("cumsum_island", _CumsumIsland, (1, 3, 6, 6))
 
 
 ALL = (cnn, mlp, cumsum_island)
