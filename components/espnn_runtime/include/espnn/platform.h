@@ -5,7 +5,10 @@
 //     aligned allocation with a memory preference, heap statistics. One
 //     implementation per platform: src/platform_esp_idf.cpp (ESP-IDF:
 //     esp_timer, esp_cpu_get_cycle_count, heap_caps, esp_log) and
-//     tests/firmware/stdio_pal.cpp (host and the xtensa-sim emulator). Every
+//     tests/firmware/stdio_pal.cpp (host and the xtensa-sim emulator);
+//     host builds of the ExecuTorch delegate link only the allocation and
+//     log-sink hooks, from src/platform_host.cpp (the delegate's heap memory
+//     source, Kconfig ESPNN_MEMORY_INTERNAL_FIRST / _PSRAM_FIRST). Every
 //     symbol is prefixed espnn_pal_ so it cannot collide with another
 //     runtime's PAL; ExecuTorch's et_pal_* hooks are implemented on top of
 //     these in src/platform_et_pal.cpp, which is compiled only when
