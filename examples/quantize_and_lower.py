@@ -7,7 +7,9 @@ average pool, linear, softmax) is exported, quantized to ESP-NN's int8 scheme
 with a few calibration batches, lowered so its int8 part becomes one ESP-NN
 delegate, and written as a .pte. Before writing, the lowered program runs on
 the host — the delegate on the native runtime (the same C++ as on the ESP32),
-the rest in PyTorch — and is compared with the quantized PyTorch model.
+the rest in PyTorch — and is compared with the quantized PyTorch model; the
+written .pte is then run by ExecuTorch's runtime (executorch.runtime) and
+compared again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from executorch_espnn import EspNNQuantizer, delegation_report, to_espnn_edge
 from executorch_espnn.host_run import run_edge_program
 from executorch_espnn.models import TinyCNN, tiny_cnn  # noqa: F401 (TinyCNN: tests import it from here)
+from executorch_espnn.runtime import compare_with
 
 
 def main(argv=None) -> int:
@@ -59,8 +62,13 @@ def main(argv=None) -> int:
     args.output.write_bytes(pte.buffer)
     print(f"wrote {args.output} ({len(pte.buffer)} bytes)")
 
+    # 5. The written .pte through ExecuTorch's own runtime (executorch.runtime,
+    #    with the C++ EspNNBackend registered by importing executorch_espnn).
+    pte_lsb = compare_with(args.output, quantized, [x]).max_abs_diff[0] * 256
+    print(f".pte on executorch.runtime: vs quantized PyTorch: max {pte_lsb:.0f} LSB")
+
     cpu_ops = report.to_dict()["forward"]["cpu_ops"]
-    ok = delegate_calls == 1 and lsb <= 1 and not cpu_ops
+    ok = delegate_calls == 1 and lsb <= 1 and pte_lsb <= 1 and not cpu_ops
     print("quantize_and_lower: " + ("OK" if ok else "FAILED"))
     return 0 if ok else 1
 

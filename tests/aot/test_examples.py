@@ -1,6 +1,7 @@
 """The examples run as documented."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def test_quantize_and_lower_writes_a_fully_delegated_pte(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "1 partition(s)" in text and "0 CPU op(s)" in text
     assert "max 0 LSB" in text or "max 1 LSB" in text
+    assert re.search(r"\.pte on executorch\.runtime: vs quantized PyTorch: max [01] LSB", text)
     data = out.read_bytes()
     assert data[4:8] == b"ET12"  # ExecuTorch program flatbuffer identifier
     assert b"EspNNBackend" in data
