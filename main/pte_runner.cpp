@@ -80,11 +80,14 @@ class InPlaceLoader final : public DataLoader {
   size_t size_;
 };
 
+constexpr uint32_t kMaxPlannedBuffers = 8;
+
 // Blocks from the platform, freed in reverse order when the owner goes
 // away (a pool-backed platform resets when its last block is freed).
 class Blocks {
  public:
-  static constexpr int kMax = 8 + 2;
+  // Planned buffers + method pool + temp pool + an aligned program copy.
+  static constexpr int kMax = kMaxPlannedBuffers + 3;
   explicit Blocks(RunnerPlatform& pf) : pf_(pf) {}
   ~Blocks() {
     while (n_ > 0) {
@@ -110,8 +113,6 @@ class Blocks {
   int n_ = 0;
   uint64_t total_ = 0;
 };
-
-constexpr uint32_t kMaxPlannedBuffers = 8;
 
 struct Stats {
   uint64_t min = UINT64_MAX, max = 0, sum = 0;

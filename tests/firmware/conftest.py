@@ -100,7 +100,7 @@ def _et_root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pte_runner(tmp_path_factory) -> Path:
+def pte_runner(tmp_path_factory, host_runner) -> Path:
     """main/'s .pte runner (tests/firmware/pte_host) built against the
     installed executorch wheel's libexecutorch.so; skipped when executorch
     or cmake is missing."""
@@ -113,8 +113,13 @@ def pte_runner(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp("pte_host")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     env = {k: v for k, v in os.environ.items() if k != "ESPNN_DIR"}
+    # ASan+UBSan on our code, as the host_runner build whose runtime and
+    # kernel libraries are linked in (ExecuTorch's are not instrumented).
+    flags = SANITIZE if _sanitizers_work(build) else ""
     for cmd in (["cmake", "-S", str(REPO / "tests/firmware/pte_host"), "-B", str(build), *gen,
-                 "-DCMAKE_BUILD_TYPE=Release", f"-DET_ROOT={et}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+                 "-DCMAKE_BUILD_TYPE=Release", f"-DET_ROOT={et}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                 f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}",
+                 f"-DESPNN_PREBUILT_DIR={host_runner.parent}"],
                 ["cmake", "--build", str(build), "--target", "pte_runner", "host_pal_objects", "-j",
                  str(os.cpu_count() or 2)]):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)

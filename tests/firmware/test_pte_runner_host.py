@@ -45,6 +45,7 @@ def run_cpp(runner: Path, suite_bytes: bytes, tmp_path: Path, *args: str) -> tup
     p = tmp_path / "suite.xtsp"
     p.write_bytes(suite_bytes)
     r = subprocess.run([str(runner), *args, str(p)], capture_output=True, text=True, timeout=300)
+    assert "runtime error" not in r.stderr and "AddressSanitizer" not in r.stderr, r.stderr[-3000:]
     return r.returncode, parse_results(r.stdout), r.stdout
 
 
@@ -123,6 +124,21 @@ def test_errors_are_result_lines(pte_runner, suite, tmp_path):
     rc, recs, _ = run_cpp(pte_runner, S.write_suite(suite), tmp_path, "--method-pool=256")
     assert rc == 1 and {r["stage"] for r in results(recs)} == {"method"}
     assert "method pool 256 B" in results(recs)[0]["msg"]
+
+
+def test_out_of_memory_is_reported_per_case(pte_runner, suite, tmp_path):
+    """Pools fit, the planned buffer does not (the platform's live-byte cap):
+    every case says which allocation failed; nothing is run."""
+    pools = ["--method-pool=8192", "--temp-pool=1024"]
+    rc, recs, out = run_cpp(pte_runner, S.write_suite(suite), tmp_path, *pools, "--alloc-limit=9300")
+    assert rc == 1, out
+    assert {(r["stage"], r["msg"].split(" (")[0]) for r in results(recs)} == {
+        ("method", "cannot allocate planned buffer 0")}
+    rc, recs, out = run_cpp(pte_runner, S.write_suite(suite), tmp_path, *pools, "--misalign=3",
+                            f"--alloc-limit={8192 + 1024 + 64}")
+    assert rc == 1 and "cannot allocate" in results(recs)[0]["msg"], out
+    rc, recs, out = run_cpp(pte_runner, S.write_suite(suite), tmp_path, *pools)
+    assert rc == 0 and {r["program"] for r in results(recs)} == {"inplace"}, out
 
 
 def test_bad_suites_are_rejected_before_anything_runs(pte_runner, suite, tmp_path):
