@@ -71,3 +71,11 @@ class DataDependent(nn.Module):
 
 def data_dependent():
     return DataDependent(), (torch.randn(1, 4),)
+
+
+def vit_one_block():
+    """The zoo's small ViT, reduced: layer norm and the attention matmuls stay on the CPU."""
+    from executorch_espnn.models import small_vit
+
+    return small_vit(image_size=16, patch_size=4, dim=32, depth=1, heads=2)
+

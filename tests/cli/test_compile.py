@@ -18,7 +18,7 @@ def test_default_model_compiles_runs_on_host_and_reports(compiled):
     assert "method forward: 1 partition(s)" in r.out
     assert "ops on the CPU: none" in r.out
     assert "arena B" in r.out and "MACs" in r.out
-    assert "host-verified: .pte on ExecuTorch's runtime" in r.out
+    assert "host-verified: .pte on ExecuTorch's runtime" in r.out and "vs the quantized PyTorch model" in r.out
     assert (d / "tiny.pte").read_bytes()[4:8] == b"ET12"
     doc = json.loads((d / "tiny.report.json").read_text())
     validate(doc)
@@ -28,8 +28,11 @@ def test_default_model_compiles_runs_on_host_and_reports(compiled):
     assert part["payload"]["macs"] > 0 and part["payload"]["arena_bytes"] > 0
     assert part["payload"]["target"] == "esp32s3"
     v = doc["verification"]
-    assert v["runtime"] == "pte" and v["passed"] and v["outputs"][0]["max_lsb"] <= 1
-    assert v["tolerance_lsb"] == 3
+    assert v["runtime"] == "pte" and v["passed"]
+    # The .pte computes exactly what the device runtime computes ...
+    assert v["device_runtime"]["outputs"][0]["max_abs_diff"] == 0 and v["device_runtime"]["passed"]
+    # ... and stays close to the quantized PyTorch model (measured: 0 LSB).
+    assert v["quantized_model"]["outputs"][0]["max_lsb"] <= 1 and v["quantized_model"]["tolerance_lsb"] is None
 
 
 def test_calibration_and_accuracy_come_from_the_given_files(compiled, tiny_data):
@@ -62,7 +65,8 @@ def test_cpu_fallback_lists_ops_with_reasons_and_strict_refuses(tmp_path):
     assert cumsum and "no ESP-NN lowering" in cumsum[0]["reason"]
     assert "ops on the CPU" in r.out and "aten.cumsum" in r.out
     v = doc["verification"]
-    assert v["passed"] and v["outputs"][0]["max_lsb"] <= 3
+    assert v["passed"] and v["device_runtime"]["outputs"][0]["max_lsb"] <= 1
+    assert v["quantized_model"]["outputs"][0]["max_lsb"] <= 3
     assert "[1/" not in r.err  # -q: no stage lines
 
     s = espnn("compile", f"{MODELS}:cumsum_island", "-o", tmp_path / "s.pte", "--strict")
@@ -103,7 +107,7 @@ def test_npy_folder_is_a_calibration_source(tmp_path):
     assert json.loads((tmp_path / "f.report.json").read_text())["calibration"]["batches"] == 3
 
 
-def test_a_program_that_differs_from_the_quantized_model_exits_1(tmp_path, monkeypatch):
+def test_a_pte_that_differs_from_the_device_runtime_exits_1(tmp_path, monkeypatch):
     from executorch_espnn.cli import pipeline
 
     real = pipeline.HostRunner.__call__
@@ -115,8 +119,18 @@ def test_a_program_that_differs_from_the_quantized_model_exits_1(tmp_path, monke
     r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "bad.pte", "-q")
     assert r.code == 1, r
     assert "HOST VERIFICATION FAILED" in r.out
-    doc = json.loads((tmp_path / "bad.report.json").read_text())
-    assert not doc["verification"]["passed"] and doc["verification"]["outputs"][0]["differing_fraction"] == 1.0
+    v = json.loads((tmp_path / "bad.report.json").read_text())["verification"]
+    assert not v["passed"] and not v["device_runtime"]["passed"]
+    assert v["device_runtime"]["outputs"][0]["differing_fraction"] == 1.0
+
+
+def test_tolerance_lsb_makes_the_quantized_model_a_gate(tmp_path):
+    # cumsum_island is measured 1 LSB from the quantized model (a float CPU island rounds differently).
+    r = espnn("compile", f"{MODELS}:cumsum_island", "-o", tmp_path / "t.pte", "-q", "--tolerance-lsb", "0")
+    assert r.code == 1, r
+    v = json.loads((tmp_path / "t.report.json").read_text())["verification"]
+    assert v["device_runtime"]["passed"] and not v["quantized_model"]["passed"]
+    assert v["quantized_model"]["tolerance_lsb"] == 0
 
 
 def test_without_a_host_kernel_the_lowered_program_is_verified_instead(tmp_path, monkeypatch):
@@ -126,10 +140,12 @@ def test_without_a_host_kernel_the_lowered_program_is_verified_instead(tmp_path,
     r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "e.pte", "-q")
     assert r.code == 0, r
     assert "lacks CPU kernel(s) quantized_decomposed::fake.out" in r.err
-    assert "host-verified: lowered program: ESP-NN delegates on the native runtime" in r.out
+    assert "host-run (the .pte could not run on this host's ExecuTorch runtime): lowered program" in r.out
     doc = json.loads((tmp_path / "e.report.json").read_text())
     validate(doc)
-    assert doc["verification"]["runtime"] == "edge" and doc["host_missing_kernels"] == ["quantized_decomposed::fake.out"]
+    v = doc["verification"]
+    assert v["runtime"] == "edge" and v["device_runtime"] is None and v["passed"]
+    assert doc["host_missing_kernels"] == ["quantized_decomposed::fake.out"]
 
 
 def test_labelled_npy_folder_classes_come_from_sub_folders(tmp_path):
@@ -145,3 +161,16 @@ def test_labelled_npy_folder_classes_come_from_sub_folders(tmp_path):
     assert ds.samples == 6
     assert [int(b.labels) for b in ds.batches] == [0, 0, 0, 1, 1, 1]
     assert all(float(b.inputs[0].mean()) == int(b.labels) for b in ds.batches)
+
+
+def test_small_vit_shows_delegated_and_cpu_ops_with_reasons(tmp_path):
+    r = espnn("compile", f"{MODELS}:vit_one_block", "-o", tmp_path / "vit.pte", "-q")
+    assert r.code == 0, r
+    doc = json.loads((tmp_path / "vit.report.json").read_text())
+    validate(doc)
+    m = doc["methods"]["forward"]
+    assert len(m["partitions"]) > 1 and m["num_delegated_ops"] > 0
+    reasons = {c["op"]: c["reason"] for c in m["cpu_ops"]}
+    assert "no ESP-NN lowering" in reasons["aten.native_layer_norm.default"]
+    assert all(reasons.values())
+    assert "aten.native_layer_norm.default" in r.out and "host-verified" in r.out

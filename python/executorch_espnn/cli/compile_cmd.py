@@ -10,13 +10,13 @@ from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
 from .loading import DEFAULT_MODEL
 
 DEFAULT_RANDOM_BATCHES = 8
-# The integer kernels and PyTorch's reference round each requantization
-# independently, so single op groups agree within 1 LSB but the +-1 flips
-# propagate through deep networks (MobileNetV2: tests/aot/test_models.py, 3 LSB)
-# and across int8 -> float -> int8 CPU boundaries (a transformer block:
-# tests/runtime/test_transformer_fallback.py, 3 LSB). A wrong scale, zero
-# point, layout or routing is off by tens of LSB.
-DEFAULT_TOLERANCE_LSB = 3.0
+# Beyond this many output steps from the quantized PyTorch model a warning
+# explains why (unless --tolerance-lsb makes it a gate). The integer kernels
+# and PyTorch's reference round each requantization independently: an op group
+# agrees within 1 LSB, and the +-1 flips propagate through deep networks
+# (MobileNetV2 224x224: 2 LSB, tests/aot/test_models.py bounds it at 3) and
+# across int8 -> float -> int8 CPU boundaries (tests/runtime/test_transformer_fallback.py).
+EXPECTED_DEVIATION_LSB = 3.0
 
 
 def add_parser(sub, parents) -> None:
@@ -50,9 +50,9 @@ def add_parser(sub, parents) -> None:
                    help="refuse to leave any op on the CPU (allow_cpu_fallback=False): exit code 3 instead")
     p.add_argument("--verify-samples", type=int, default=4, metavar="N",
                    help="host verification on N calibration batches (default 4)")
-    p.add_argument("--tolerance-lsb", type=float, default=DEFAULT_TOLERANCE_LSB,
-                   help="largest difference from the quantized PyTorch model, in output quantization steps "
-                   f"(default {DEFAULT_TOLERANCE_LSB:g}; see docs/cli.md)")
+    p.add_argument("--tolerance-lsb", type=float, default=None, metavar="N",
+                   help="also fail (exit 1) when the program is more than N output steps from the quantized "
+                   "PyTorch model (default: measured and shown, not a gate; see docs/cli.md)")
     p.add_argument("--seed", type=int, default=0, help="seed for random calibration data (default 0)")
     p.set_defaults(func=run)
 
@@ -128,6 +128,12 @@ def run(args: argparse.Namespace) -> int:
                 "a device build must link these kernels")
     runner = pipeline.HostRunner(pte, edge, use_pte=not missing)
     verification = pipeline.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
+    worst = max((o["max_lsb"] or 0.0 for o in verification["quantized_model"]["outputs"]), default=0.0)
+    if args.tolerance_lsb is None and worst > EXPECTED_DEVIATION_LSB:
+        warning(f"the program is up to {worst:g} output steps from the quantized PyTorch model (more than the "
+                f"{EXPECTED_DEVIATION_LSB:g} usual for deep networks): rounding differences between the integer "
+                "kernels and PyTorch's reference propagate layer by layer; check accuracy with --eval-data, or "
+                "make it a gate with --tolerance-lsb")
     accuracy = None
     if eval_data is not None:
         steps(f"accuracy on {eval_data.source} ({eval_data.samples} samples)")

@@ -98,6 +98,26 @@ def method_lines(name: str, m: dict) -> list[str]:
     return lines
 
 
+def _deviation(outputs: list[dict]) -> str:
+    return "; ".join(
+        f"output {o['index']}: max {o['max_lsb']:.2f} LSB, {100 * o['differing_fraction']:.1f}% of elements differ"
+        if o["lsb"] else f"output {o['index']}: max abs diff {o['max_abs_diff']:.3g}" for o in outputs)
+
+
+def verification_line(v: dict) -> str:
+    dev, model = v["device_runtime"], v["quantized_model"]
+    if dev is not None:
+        head = (f"{'host-verified' if v['passed'] else 'HOST VERIFICATION FAILED'}: {v['ran']} on {v['samples']} "
+                f"input(s) vs {dev['reference']}: {_deviation(dev['outputs'])} (tolerance "
+                f"{dev['tolerance_lsb']:g} LSB)")
+    else:
+        head = (f"{'host-run' if v['passed'] else 'HOST VERIFICATION FAILED'} (the .pte could not run on this "
+                f"host's ExecuTorch runtime): {v['ran']} on {v['samples']} input(s)")
+    gate = (f", tolerance {model['tolerance_lsb']:g} LSB" if model["tolerance_lsb"] is not None else "")
+    return (f"{head}; vs the {model['reference']}: {_deviation(model['outputs'])}, top-1 agrees "
+            f"{100 * model['top1_agreement']:.0f}%{gate}")
+
+
 def summary_lines(doc: dict) -> list[str]:
     lines = []
     for name, m in doc["methods"].items():
@@ -107,13 +127,7 @@ def summary_lines(doc: dict) -> list[str]:
         lines.append("host runtime lacks CPU kernel(s): " + ", ".join(doc["host_missing_kernels"]))
     v = doc["verification"]
     if v is not None:
-        worst = "; ".join(
-            f"output {o['index']}: max {o['max_lsb']:.2f} LSB, {100 * o['differing_fraction']:.1f}% of elements "
-            "differ" if o["lsb"] else
-            f"output {o['index']}: max abs diff {o['max_abs_diff']:.3g}" for o in v["outputs"])
-        verdict = "host-verified" if v["passed"] else "HOST VERIFICATION FAILED"
-        lines.append(f"{verdict}: {v['ran']} vs the {v['reference']} on {v['samples']} input(s): {worst} "
-                     f"(tolerance {v['tolerance_lsb']:g} LSB)")
+        lines.append(verification_line(v))
     a = doc["accuracy"]
     if a is not None:
         lsb = f"{a['max_lsb_error']:.2f} LSB" if a["max_lsb_error"] is not None else f"{a['max_abs_error']:.3g}"

@@ -169,12 +169,35 @@ class HostRunner:
         return run_edge_program(self.edge, list(inputs), self.method)[0]
 
 
-def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float, float_atol: float = 1e-5) -> dict:
+def _rows(cmp) -> list[dict]:
+    return [{"index": i, "max_abs_diff": d, "lsb": s, "max_lsb": lsb,
+             "differing_fraction": cmp.differing[i] / cmp.elements[i] if cmp.elements[i] else 0.0}
+            for i, (d, s, lsb) in enumerate(zip(cmp.max_abs, cmp.scales, cmp.max_lsb))]
+
+
+def _top1(out):
+    return out.reshape(out.shape[0], -1).argmax(-1) if out.dim() else out
+
+
+# The .pte on ExecuTorch's runtime runs the same interpreter as the native
+# runtime on the same payload bytes: expected bit-exact; 1 step allows a float
+# CPU op (portable kernel vs PyTorch) to round a later requantization differently.
+DEVICE_TOLERANCE_LSB = 1.0
+
+
+def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, float_atol: float = 1e-5) -> dict:
+    """Runs the program on `batches` and compares it (1) with the lowered
+    program whose delegates run on the native device runtime — the gate: the
+    .pte must compute what the device code computes — and (2) with the
+    quantized PyTorch model: measured always, a gate only with `tolerance_lsb`."""
     import torch
 
     from .host import Comparison, as_list, output_scales
 
-    cmp = Comparison(output_scales(quantized))
+    scales = output_scales(quantized)
+    vs_model = Comparison(scales)
+    vs_device = Comparison(scales) if runner.kind == "pte" else None
+    agree = total = 0
     with torch.no_grad():
         for batch in batches:
             try:
@@ -182,13 +205,24 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float, float_a
             except Exception as e:
                 raise LoweringError(f"running the program on the host failed: {type(e).__name__}: "
                                     f"{one_line(e)[:300]}") from e
-            cmp.add(got, as_list(quantized(*batch.inputs)))
-    return {"runtime": runner.kind, "ran": runner.description, "reference": "quantized PyTorch model",
-            "method": runner.method, "samples": cmp.samples, "tolerance_lsb": tolerance_lsb,
-            "outputs": [{"index": i, "max_abs_diff": d, "lsb": s, "max_lsb": lsb,
-                         "differing_fraction": cmp.differing[i] / cmp.elements[i] if cmp.elements[i] else 0.0}
-                        for i, (d, s, lsb) in enumerate(zip(cmp.max_abs, cmp.scales, cmp.max_lsb))],
-            "passed": cmp.passed(tolerance_lsb, float_atol)}
+            want = as_list(quantized(*batch.inputs))
+            vs_model.add(got, want)
+            if vs_device is not None:
+                from ..host_run import run_edge_program
+
+                vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
+            agree += int((_top1(got[0]) == _top1(want[0])).sum())
+            total += int(_top1(want[0]).numel())
+    device = None if vs_device is None else {
+        "reference": "the lowered program, every ESP-NN delegate on the native device runtime",
+        "outputs": _rows(vs_device), "tolerance_lsb": DEVICE_TOLERANCE_LSB,
+        "passed": vs_device.passed(DEVICE_TOLERANCE_LSB, float_atol)}
+    model = {"reference": "quantized PyTorch model", "outputs": _rows(vs_model),
+             "top1_agreement": agree / total if total else 1.0, "tolerance_lsb": tolerance_lsb,
+             "passed": tolerance_lsb is None or vs_model.passed(tolerance_lsb, float_atol)}
+    return {"runtime": runner.kind, "ran": runner.description, "method": runner.method,
+            "samples": vs_model.samples, "device_runtime": device, "quantized_model": model,
+            "passed": (device is None or device["passed"]) and model["passed"]}
 
 
 def accuracy(model, quantized, runner: HostRunner, data) -> dict:
