@@ -381,12 +381,18 @@ def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None
         if program is None:
             emit(f"{head} status=error stage=load msg={load_error}")
             continue
+        if suite.method not in program.method_names:
+            emit(f"{head} status=error stage=method msg=the program has no method '{suite.method}'")
+            continue
         try:
             method = program.load_method(suite.method)
-            if method is None:
-                raise RuntimeError(f"the program has no method {suite.method!r}")
         except Exception as e:  # noqa: BLE001
-            emit(f"{head} status=error stage=method msg={e}")
+            emit(f"{head} status=error stage=method msg=load_method('{suite.method}') failed: "
+                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}")
+            continue
+        problem = _input_problem(c, program.metadata(suite.method))
+        if problem:
+            emit(f"{head} status=error stage=inputs msg={problem}")
             continue
         status = _run_case(c, method, default_runs, head, emit)
         passed += status
@@ -394,11 +400,29 @@ def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None
     return [parse_result_line(ln) for ln in lines]
 
 
+def _input_problem(c: PteCase, meta) -> str | None:
+    """The device runner's input check (pte_runner.cpp PrepareInputs), with
+    its messages: count, dtype and shape against the method's metadata."""
+    if meta.num_inputs() != len(c.inputs):
+        return f"the method takes {meta.num_inputs()} inputs, the case has {len(c.inputs)}"
+    for i, x in enumerate(c.inputs):
+        tm = meta.input_tensor_meta(i)
+        code = int(tm.dtype())
+        if code != DTYPE_CODES[x.dtype]:
+            return f"input {i}: the method wants ScalarType {code}, the case has {x.dtype.name}"
+        if tuple(int(d) for d in tm.sizes()) != tuple(x.shape):
+            return f"input {i}: shape differs from the method's"
+    return None
+
+
 def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
     import torch
 
+    def inputs():
+        return [torch.from_numpy(x.copy()) for x in c.inputs]
+
     def execute():
-        return method.execute([torch.from_numpy(x.copy()) for x in c.inputs])
+        return method.execute(inputs())
 
     def check(outs, stage: str) -> bool:
         if len(outs) != len(c.expected):
@@ -424,9 +448,10 @@ def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
         runs = c.runs or default_runs
         times = []
         for _ in range(runs):
+            feeds = inputs()  # fresh inputs before each run, outside the timed interval
             t0 = time.perf_counter_ns()
-            outs = execute()
-            times.append((time.perf_counter_ns() - t0) / 1000.0)
+            outs = method.execute(feeds)
+            times.append((time.perf_counter_ns() - t0) // 1000)  # whole µs per run, as the device clock
         if not check(outs, "after-timing"):
             return False
     except RuntimeError as e:
@@ -435,8 +460,8 @@ def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
     emit(f"{head} status=pass runs={runs} inputs={len(c.inputs)} outputs={len(c.expected)} "
          f"tolerance={'exact' if not any(c.atols()) else 'atol'} program=inplace planned=na "
          f"method_pool=na heap_free_min=na "
-         f"cycles_min=na cycles_mean=na cycles_max=na us_min={int(min(times))} "
-         f"us_mean={sum(times) / len(times):.3f} us_max={int(max(times))}")
+         f"cycles_min=na cycles_mean=na cycles_max=na us_min={min(times)} "
+         f"us_mean={sum(times) * 1000 // len(times) / 1000:.3f} us_max={max(times)}")
     return True
 
 

@@ -68,22 +68,41 @@ def test_cpp_runner_passes_the_suite_and_reports_memory(pte_runner, suite, tmp_p
     assert recs[-1] == {"kind": "END", "v": 1, "mode": "pte", "cases": 3, "passed": 3, "failed": 0}
 
 
-def test_cpp_and_python_runners_print_the_same_records(pte_runner, suite, tmp_path):
-    """Same keys in the same order, same verdicts; only measured values and
-    the figures Python cannot see ("na" there) differ."""
-    s = copy.deepcopy(suite)
-    s.cases[1].expected[0].reshape(-1)[7] += np.float32(0.5)
-    data = S.write_suite(s)
-    _, cpp, out = run_cpp(pte_runner, data, tmp_path)
-    py = S.run_suite(data, write=lambda line: None)
+def _same_records(cpp: list[dict], py: list[dict]) -> None:
+    """Same keys in the same order, same values except measurements and the
+    figures Python cannot see ("na" there)."""
     assert [list(r) for r in cpp] == [list(r) for r in py]
     measured = {"platform", "us_min", "us_mean", "us_max", "planned", "method_pool"}
     for a, b in zip(cpp, py):
         assert {k: v for k, v in a.items() if k not in measured} == {
             k: v for k, v in b.items() if k not in measured}, (a, b)
+
+
+def test_cpp_and_python_runners_print_the_same_records(pte_runner, suite, tmp_path):
+    s = copy.deepcopy(suite)
+    s.cases[1].expected[0].reshape(-1)[7] += np.float32(0.5)
+    data = S.write_suite(s)
+    _, cpp, out = run_cpp(pte_runner, data, tmp_path)
+    _same_records(cpp, S.run_suite(data, write=lambda line: None))
     mismatch = results(cpp)[1]
     assert (mismatch["status"], mismatch["stage"], mismatch["output"], mismatch["element"]) == (
         "mismatch", "verify", 0, 7)
+
+
+def test_cpp_and_python_runners_report_the_same_errors(pte_runner, suite, tmp_path):
+    s = copy.deepcopy(suite)
+    s.cases[0].inputs = [np.zeros((1, 3, 4, 4), np.float32)]
+    s.cases[1].inputs = [np.zeros((1, 3, 8, 8), np.int8)]
+    s.cases[2].inputs = []
+    data = S.write_suite(s)
+    _, cpp, _ = run_cpp(pte_runner, data, tmp_path)
+    _same_records(cpp, S.run_suite(data, write=lambda line: None))
+    assert [r["stage"] for r in results(cpp)] == ["inputs"] * 3
+    s = copy.deepcopy(suite)
+    s.method = "missing"
+    data = S.write_suite(s)
+    _, cpp, _ = run_cpp(pte_runner, data, tmp_path)
+    _same_records(cpp, S.run_suite(data, write=lambda line: None))
 
 
 def test_misaligned_suite_copies_the_program(pte_runner, suite, tmp_path):

@@ -177,7 +177,8 @@ def test_host_runner_errors_are_result_lines(suite):
     s.cases[0].inputs = [np.zeros((1, 3, 4, 4), np.float32)]
     recs, _ = _run(S.write_suite(s))
     r = [r for r in recs if r["kind"] == "RESULT"]
-    assert r[0]["status"] == "error" and r[0]["stage"] == "execute" and r[1]["status"] == "pass"
+    assert r[0]["status"] == "error" and r[0]["stage"] == "inputs" and r[1]["status"] == "pass"
+    assert r[0]["msg"] == "input 0: shape differs from the method's"
     s = copy.deepcopy(suite)
     s.pte = b"\0" * 64
     recs, _ = _run(S.write_suite(s))
