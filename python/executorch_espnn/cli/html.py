@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .document import summary_lines
+from .document import summary_lines, verification_line
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
@@ -142,7 +142,7 @@ def render_html(doc: dict) -> str:
     title = f"espnn {doc['command']}: {doc.get('model') or doc['pte']['path']}"
     v = doc.get("verification")
     verdict = "" if v is None else (f"<p class={'ok' if v['passed'] else 'bad'}>"
-                                    f"{'host-verified' if v['passed'] else 'host verification FAILED'}</p>")
+                                    f"{escape(verification_line(v))}</p>")
     body = [f"<h1>{escape(title)}</h1>", verdict,
             f"<p>program {escape(doc['pte']['path'])}: {doc['pte']['bytes']:,} bytes; target "
             f"{escape(str(doc.get('target') or 'default'))}; espnn {escape(doc['tool']['version'])}, kernels: "
