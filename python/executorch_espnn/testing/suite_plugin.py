@@ -74,10 +74,12 @@ def pytest_configure(config):
 
 
 def _error_line(error) -> str:
+    """The exception type and its first two non-empty message lines (some
+    ExecuTorch errors start with an empty line)."""
     if error is None:
         return ""
-    text = f"{type(error).__name__}: {error}".strip()
-    return text.splitlines()[0][:200] if text else type(error).__name__
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()][:2]
+    return f"{type(error).__name__}: {' | '.join(lines)}"[:240]
 
 
 @pytest.hookimpl(hookwrapper=True)
