@@ -66,3 +66,25 @@ def test_suite_cases_pass_delegated_through_executorch_runtime(tmp_path):
         assert r["result"] == "Success (Delegated)", r
         assert r["delegated"] and r["delegated_ops"], r
     assert "espnn flow: suite result categories" in proc.stdout
+
+
+def test_summary_merges_partial_runs(tmp_path):
+    from executorch_espnn.testing.suite_summary import load, summarize
+
+    def rec(test, sub, pytest_outcome, result, error="", cpu=None):
+        return json.dumps({"test": test, "subtest": sub, "pytest": pytest_outcome, "result": result,
+                           "delegated": result == "Success (Delegated)", "delegated_ops": {},
+                           "undelegated_ops": cpu or {}, "error": error})
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(rec("m.py::t1[espnn]", 0, "passed", "Success (Delegated)") + "\n"
+                 + rec("m.py::t2[espnn]", 0, "passed", "Success (Undelegated)", cpu={"aten::cat": 1}) + "\n")
+    b.write_text(rec("m.py::t2[espnn]", 0, "passed", "Success (Undelegated)", cpu={"aten::cat": 1}) + "\n"
+                 + rec("m.py::t3[espnn]", 0, "failed", "Fail (Lowering)", error="LoweringError: op 12") + "\n"
+                 + rec("m.py::t3[espnn]", 1, "failed", "Fail (Lowering)", error="LoweringError: op 7") + "\n")
+    records = load([a, b])
+    assert len(records) == 4  # t2 counted once
+    text = summarize(records)
+    assert text.splitlines()[0] == "3 test cases: 2 passed, 1 failed"
+    assert "     2  Fail (Lowering): LoweringError: op N" in text
+    assert "     1  aten::cat" in text
