@@ -4,7 +4,6 @@ strict mode, targets, QAT, data sources."""
 import json
 
 import numpy as np
-import pytest
 
 from conftest import HERE, error_line, espnn, validate
 
