@@ -13,7 +13,8 @@ fallback program (conv | cumsum on the CPU | conv: two delegates). The glue
 is built twice: memory from ExecuTorch's runtime allocator (the default) and
 from espnn_pal_malloc (the heap_caps choice of Kconfig; on the host
 components/espnn_runtime/src/platform_host.cpp), whose blocks destroy() must
-free.
+free — and a third time with Kconfig's ESPNN_WEIGHTS_COPY_INTERNAL (every
+payload copied to espnn_pal_malloc memory at init, processed buffer freed).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import pytest
 
 import et_native
 
-VARIANTS = {"runtime_allocator": "et_delegate_check", "heap": "et_delegate_check_heap"}
+VARIANTS = {"runtime_allocator": "et_delegate_check", "heap": "et_delegate_check_heap",
+            "copy_weights": "et_delegate_check_copy"}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +76,8 @@ def test_execute_allocates_nothing(tools, programs, variant):
         assert f["pal_live_after_destroy"] == 0, (name, f)
         if variant == "heap":  # handle + arena (+ scratch) per delegate, from espnn_pal_malloc
             assert f["pal_allocs_at_load"] >= 2 * n_delegates, (name, f)
+        elif variant == "copy_weights":  # one payload copy per delegate
+            assert f["pal_allocs_at_load"] == n_delegates, (name, f)
         else:
             assert f["pal_allocs_at_load"] == 0, (name, f)
 
@@ -100,12 +104,16 @@ def test_processed_buffer_kept_in_place_freed_after_copy(tools, programs, varian
     assert len(rows) == 2 * len(payloads)
     for offset, f in rows:
         # 16-byte aligned: constants are read in place, the buffer is kept;
-        # odd address: init copies it and frees the processed buffer.
-        assert f["processed_freed"] == (offset == 1), (offset, f)
+        # odd address (or weights copied to RAM): init copies it and frees
+        # the processed buffer.
+        assert f["processed_freed"] == (offset == 1 or variant == "copy_weights"), (offset, f)
         assert f["pal_live_after_destroy"] == 0, f
         if variant == "heap":
             assert f["runtime_allocator_used"] == 0, f
             assert f["pal_live_after_init"] >= 2 + (offset == 1), f  # handle, arena (, copy)
+        elif variant == "copy_weights":
+            assert f["pal_live_after_init"] == 1, f  # the copy; the rest from the runtime allocator
+            assert f["runtime_allocator_used"] > 0, f
         else:
             assert f["pal_live_after_init"] == 0, f
             assert f["runtime_allocator_used"] > 0, f

@@ -11,9 +11,10 @@
 // allocator (default; freed with the method) or from espnn_pal_malloc
 // (heap_caps on the chip, internal RAM or PSRAM first; the host's
 // platform_host.cpp), freed by destroy(). Once the payload was copied
-// nothing points into the processed buffer and it is freed; an aligned
-// payload is used in place (constants are read from it while the method
-// lives), so it is kept. execute() allocates nothing.
+// (misaligned, or Kconfig ESPNN_WEIGHTS_COPY_*) nothing points into the
+// processed buffer and it is freed; otherwise the payload is used in place
+// (constants are read from it while the method lives), so it is kept.
+// execute() allocates nothing.
 //
 // Threading: see KernelLock in espnn/executorch_backend.h.
 #include "espnn/executorch_backend.h"
@@ -110,6 +111,22 @@ constexpr bool kHeapMemory = false;
 constexpr espnn_mem_pref_t kHeapPreference = ESPNN_MEM_INTERNAL_FIRST;  // unused
 #endif
 
+// Kconfig ESPNN_WEIGHTS: constants are read where the payload lies (in place,
+// the default: e.g. a .pte memory-mapped from flash) or the payload is copied
+// to RAM at init — always from espnn_pal_malloc, because placement is the
+// point — and the processed buffer freed. A misaligned payload is copied in
+// any case (from the memory source above).
+#if defined(CONFIG_ESPNN_WEIGHTS_COPY_PSRAM)
+constexpr bool kCopyWeights = true;
+constexpr espnn_mem_pref_t kWeightsPreference = ESPNN_MEM_PSRAM_FIRST;
+#elif defined(CONFIG_ESPNN_WEIGHTS_COPY_INTERNAL)
+constexpr bool kCopyWeights = true;
+constexpr espnn_mem_pref_t kWeightsPreference = ESPNN_MEM_INTERNAL_FIRST;
+#else
+constexpr bool kCopyWeights = false;
+constexpr espnn_mem_pref_t kWeightsPreference = ESPNN_MEM_INTERNAL_FIRST;  // unused
+#endif
+
 class MemorySource {
  public:
   explicit MemorySource(MemoryAllocator* runtime_allocator) : allocator_(runtime_allocator) {}
@@ -131,14 +148,25 @@ class MemorySource {
 struct DelegateState {
   Model model;
   Interpreter interpreter;
-  void* payload_copy = nullptr;  // aligned copy of a misaligned payload
+  void* payload_copy = nullptr;  // aligned copy of the payload, or null (in place)
   void* arena = nullptr;
   void* scratch = nullptr;
 };
 
+// Both copy sources are decided at compile time (see kCopyWeights).
+void FreePayloadCopy(void* p) {
+  if (kCopyWeights) {
+    if (p != nullptr) espnn_pal_free(p);
+  } else {
+    MemorySource::Free(p);
+  }
+}
+
 void DestroyState(DelegateState* state) {
-  void* blocks[3] = {state->payload_copy, state->arena, state->scratch};
+  void* blocks[2] = {state->arena, state->scratch};
+  void* copy = state->payload_copy;
   state->~DelegateState();
+  FreePayloadCopy(copy);
   for (void* b : blocks) MemorySource::Free(b);
   MemorySource::Free(state);
 }
@@ -232,8 +260,8 @@ class EspNNBackend final : public BackendInterface {
 
     const void* blob = processed->data();
     const size_t size = processed->size();
-    if (reinterpret_cast<uintptr_t>(blob) % kAlign != 0) {
-      state->payload_copy = memory.Allocate(size);
+    if (kCopyWeights || reinterpret_cast<uintptr_t>(blob) % kAlign != 0) {
+      state->payload_copy = kCopyWeights ? espnn_pal_malloc(size, kWeightsPreference) : memory.Allocate(size);
       if (state->payload_copy == nullptr) {
         ET_LOG(Error, "EspNNBackend: no memory for a %u-byte aligned copy of the payload", (unsigned)size);
         DestroyState(state);
@@ -266,8 +294,9 @@ class EspNNBackend final : public BackendInterface {
       DestroyState(state);
       return Error::InvalidProgram;
     }
-    // Nothing points into the processed buffer any more once it was copied;
-    // otherwise the model reads its constants from it: keep it.
+    // Nothing points into the processed buffer any more once it was copied
+    // (misaligned, or ESPNN_WEIGHTS_COPY_*); otherwise the model reads its
+    // constants from it: keep it.
     if (state->payload_copy != nullptr) processed->Free();
     return state;
   }
