@@ -79,3 +79,11 @@ def vit_one_block():
 
     return small_vit(image_size=16, patch_size=4, dim=32, depth=1, heads=2)
 
+
+
+def mobilenet_v2_96():
+    """The zoo's MobileNetV2 (width 0.5, 96x96, 10 classes): the whole
+    architecture (17 inverted residual blocks) at a size a test can afford."""
+    from executorch_espnn.models import mobilenet_v2
+
+    return mobilenet_v2(num_classes=10, resolution=96, width_mult=0.5)

@@ -173,3 +173,15 @@ def test_small_vit_shows_delegated_and_cpu_ops_with_reasons(tmp_path):
     assert "no ESP-NN lowering" in reasons["aten.native_layer_norm.default"]
     assert all(reasons.values())
     assert "aten.native_layer_norm.default" in r.out and "host-verified" in r.out
+
+
+def test_mobilenet_v2_is_one_partition_with_no_cpu_compute_op(tmp_path):
+    r = espnn("compile", f"{MODELS}:mobilenet_v2_96", "-o", tmp_path / "mv2.pte", "-q")
+    assert r.code == 0, r
+    doc = json.loads((tmp_path / "mv2.report.json").read_text())
+    validate(doc)
+    m = doc["methods"]["forward"]
+    assert len(m["partitions"]) == 1, m["partitions"]
+    assert m["num_cpu_ops"] == 0, m["cpu_ops"]
+    assert m["delegated_ops"]["aten.convolution.default"] == 52
+    assert "1 partition(s)" in r.out and "0 CPU op(s)" in r.out and "host-verified" in r.out
