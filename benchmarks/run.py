@@ -11,12 +11,17 @@ Per model (docs/performance.md says what each column means and how to read it):
 * the float model comes from ``executorch_espnn.models`` (random weights,
   settled batch norm) and is quantized ONCE with EspNNQuantizer
   (prepare_pt2e -> calibrate -> convert_pt2e);
-* that one quantized graph is exported and lowered three ways, each timed:
-  ours (``to_espnn_edge`` -> ``to_executorch``), XNNPACK
-  (``to_edge_transform_and_lower`` with ``XnnpackPartitioner``), and no
-  delegate at all (``to_edge`` -> ``to_executorch``: ExecuTorch's portable
-  and quantized CPU kernels) -- so the three .pte files compute the same
-  quantized model and their latencies are comparable;
+* that one quantized graph is exported and lowered two ways, each timed:
+  ours (``to_espnn_edge`` -> ``to_executorch``) and no delegate at all
+  (``to_edge`` -> ``to_executorch``: ExecuTorch's portable and quantized CPU
+  kernels), so these two .pte files compute the same quantized model;
+* XNNPACK: ExecuTorch 1.5.1's XNNPACK does not take our convert_pt2e graph
+  whole (DS-CNN and MobileNetV2: convs left on the CPU; MobileNetV3-Small
+  and the transformer block: the delegate fails to init), so the same float
+  model is quantized with XNNPACKQuantizer (per-channel symmetric) and
+  lowered with ``XnnpackPartitioner`` -- the same network, not the same
+  int8 numbers (``--xnnpack-same-graph`` tries ours first and reports why
+  it was not used);
 * host latency of the three programs in ``executorch.runtime``, interleaved
   (one run of each per round, median over rounds), as ratios to ours;
 * arena vs its lower bound and the ESP32-S3 SIMD-eligible MAC share of the
@@ -88,6 +93,7 @@ class Lowered:
     pte: bytes
     seconds: float
     note: str = ""
+    cpu_compute_ops: list[str] = field(default_factory=list)  # XNNPACK: what it left on the CPU
 
 
 def lower_espnn(converted, example) -> tuple[Lowered, list[bytes]]:
@@ -113,7 +119,17 @@ def lower_xnnpack(converted, example) -> Lowered:
     t = time.perf_counter()
     edge = to_edge_transform_and_lower(torch.export.export(converted, example), partitioner=[XnnpackPartitioner()])
     pte = edge.to_executorch().buffer
-    return Lowered(pte, time.perf_counter() - t, "same convert_pt2e graph (EspNNQuantizer)")
+    seconds = time.perf_counter() - t
+    left = _cpu_compute_ops(edge)
+    return Lowered(pte, seconds, "same convert_pt2e graph (EspNNQuantizer)"
+                   + (f"; {len(left)} conv/linear/matmul ops left on the CPU" if left else ""), left)
+
+
+def _cpu_compute_ops(edge) -> list[str]:
+    """conv / linear / matmul nodes that no delegate took."""
+    gm = edge.exported_program().graph_module
+    names = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    return [n for n in names if any(k in n for k in ("convolution", "linear", "addmm", ".mm.", "bmm"))]
 
 
 def lower_xnnpack_own_quantizer(model, example, calibration) -> Lowered:
@@ -130,7 +146,7 @@ def lower_xnnpack_own_quantizer(model, example, calibration) -> Lowered:
     for batch in calibration:
         gm(*batch)
     lowered = lower_xnnpack(convert_pt2e(gm), example)
-    lowered.note = "XNNPACKQuantizer on the same float model (XNNPACK could not run our quantized graph)"
+    lowered.note = "XNNPACKQuantizer on the same float model"
     return lowered
 
 
@@ -156,6 +172,17 @@ def lower_portable(converted, example) -> Lowered:
 
 
 # ---------------------------------------------------------------- latency
+def set_threads(n: int) -> int:
+    """ExecuTorch's CPU threadpool (used by XNNPACK and some portable ops).
+    Default 1: our delegate and ESP-NN are single-threaded, and idle pool
+    threads spinning after an XNNPACK run would steal a 2-core host's time
+    from the next program of the round."""
+    from executorch.extension.pybindings import portable_lib
+
+    portable_lib._unsafe_reset_threadpool(n)
+    return portable_lib._threadpool_get_thread_count()
+
+
 def interleaved_latency(programs: dict[str, bytes], example, rounds: int, warmup: int = 1) -> dict[str, float]:
     """Median seconds per forward of each program; every round runs each
     program once, in turn, so machine load hits all of them alike."""
@@ -234,7 +261,7 @@ class Row:
     notes: list[str] = field(default_factory=list)
 
 
-def bench(name: str, rounds: int, xtensa: bool, workdir: Path) -> Row:
+def bench(name: str, rounds: int, xtensa: bool, workdir: Path, xnn_same_graph: bool) -> Row:
     from executorch_espnn.analysis import payload_metrics
 
     # Out variants of quantized_decomposed ops: needed by to_executorch for
@@ -253,12 +280,20 @@ def bench(name: str, rounds: int, xtensa: bool, workdir: Path) -> Row:
     row.s3_simd_fraction = sum(m.s3_simd_macs for m in metrics) / row.macs if row.macs else 1.0
     programs = {"espnn": ours.pte}
     try:
-        xnn = lower_xnnpack(converted, example)
-        why = loads(xnn.pte)
-        if why is not None:
-            row.notes.append(f"xnnpack: our quantized graph lowers but does not load ({why})")
+        if xnn_same_graph:
+            xnn = lower_xnnpack(converted, example)
+            why = loads(xnn.pte)
+        else:
+            xnn, why = Lowered(b"", 0.0, "not tried (--xnnpack-same-graph)"), "not tried"
+        if why is not None or xnn.cpu_compute_ops:
+            # Not accepted: compare with XNNPACK's own flow instead.
+            if xnn_same_graph:
+                row.notes.append("xnnpack on our quantized graph: " + (
+                    f"lowers but does not load ({why})" if why else xnn.note))
             xnn = lower_xnnpack_own_quantizer(model, example, calibration)
             why = loads(xnn.pte)
+            if xnn.cpu_compute_ops:
+                xnn.note += f"; {len(xnn.cpu_compute_ops)} conv/linear/matmul ops left on the CPU"
         if why is None:
             row.xnnpack_lower_s, row.xnnpack_pte_bytes = xnn.seconds, len(xnn.pte)
             programs["xnnpack"] = xnn.pte
@@ -303,6 +338,17 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def host_info() -> dict:
+    """What the host latencies depend on (they are not device figures)."""
+    import os
+    import platform
+
+    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                if l.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return {"python": sys.version.split()[0], "cpu": cpu, "cpus": os.cpu_count(),
+            "load_average_1min_at_end": os.getloadavg()[0]}
+
+
 def commit() -> str:
     try:
         return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -315,10 +361,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {','.join(MODELS)}")
     ap.add_argument("--iters", type=int, default=10, help="interleaved latency rounds (median reported)")
-    ap.add_argument("--xtensa", default="ds_cnn",
+    ap.add_argument("--xnnpack-same-graph", action="store_true",
+                    help="first try XNNPACK on our own convert_pt2e graph (in ExecuTorch 1.5.1 it leaves convs on "
+                         "the CPU or fails to init for these models; then XNNPACKQuantizer is used anyway)")
+    ap.add_argument("--xtensa", default="ds_cnn,transformer",
                     help="models whose payloads are counted on Xtensa lx106 under QEMU ('' for none)")
+    ap.add_argument("--threads", type=int, default=1, help="ExecuTorch CPU threadpool size (XNNPACK)")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = ap.parse_args(argv)
+    threads = set_threads(args.threads)
     names = [m for m in args.models.split(",") if m]
     unknown = sorted(set(names) - set(MODELS))
     if unknown:
@@ -328,14 +379,15 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="espnn-bench-") as tmp:
         for name in names:
             print(f"[{name}] ...", file=sys.stderr, flush=True)
-            rows.append(bench(name, args.iters, name in xtensa, Path(tmp)))
+            rows.append(bench(name, args.iters, name in xtensa, Path(tmp), args.xnnpack_same_graph))
     print(table(rows))
+    print(f"  latency: median of {args.iters} interleaved rounds, ExecuTorch threadpool {threads} thread(s)")
     for r in rows:
         for n in r.notes:
             print(f"  {r.model}: {n}")
     if args.json:
         doc = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "commit": commit(),
-               "host": {"python": sys.version.split()[0]}, "rounds": args.iters, "rows": [asdict(r) for r in rows]}
+               "host": host_info(), "threads": threads, "rounds": args.iters, "rows": [asdict(r) for r in rows]}
         args.json.write_text(json.dumps(doc, indent=2))
     return 0
 
