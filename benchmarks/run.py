@@ -258,6 +258,7 @@ class Row:
     s3_simd_fraction: float = 0.0
     latency_s: dict[str, float] = field(default_factory=dict)
     xtensa_instructions: list[int] | str = "not run"
+    payloads: list[bytes] = field(default_factory=list, repr=False)  # not in the JSON
     notes: list[str] = field(default_factory=list)
 
 
@@ -273,6 +274,7 @@ def bench(name: str, rounds: int, xtensa: bool, workdir: Path, xnn_same_graph: b
     converted = quantize(model, example, calibration)
     ours, payloads = lower_espnn(converted, example)
     row.lower_s, row.pte_bytes, row.partitions = ours.seconds, len(ours.pte), len(payloads)
+    row.payloads = payloads
     metrics = [payload_metrics(p) for p in payloads]
     row.arena_bytes = [m.arena_bytes for m in metrics]
     row.arena_lower_bound = [m.arena_lower_bound for m in metrics]
@@ -368,6 +370,9 @@ def main(argv=None) -> int:
                     help="models whose payloads are counted on Xtensa lx106 under QEMU ('' for none)")
     ap.add_argument("--threads", type=int, default=1, help="ExecuTorch CPU threadpool size (XNNPACK)")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON")
+    ap.add_argument("--bundle", type=Path,
+                    help="also write the ESP-NN payloads as a board bundle for main/ (docs/performance.md §3)")
+    ap.add_argument("--bundle-runs", type=int, default=20, help="timed runs per case in --bundle")
     args = ap.parse_args(argv)
     threads = set_threads(args.threads)
     names = [m for m in args.models.split(",") if m]
@@ -385,9 +390,17 @@ def main(argv=None) -> int:
     for r in rows:
         for n in r.notes:
             print(f"  {r.model}: {n}")
+    if args.bundle:
+        from executorch_espnn import bundle as B
+
+        cases = [B.make_case(f"{r.model}_p{i}", blob, runs=args.bundle_runs)
+                 for r in rows for i, blob in enumerate(r.payloads)]
+        args.bundle.write_bytes(B.write_bundle(cases))
+        print(f"  board bundle: {args.bundle} ({len(cases)} cases, {args.bundle.stat().st_size} bytes)")
     if args.json:
         doc = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "commit": commit(),
-               "host": host_info(), "threads": threads, "rounds": args.iters, "rows": [asdict(r) for r in rows]}
+               "host": host_info(), "threads": threads, "rounds": args.iters,
+               "rows": [{k: v for k, v in asdict(r).items() if k != "payloads"} for r in rows]}
         args.json.write_text(json.dumps(doc, indent=2))
     return 0
 
