@@ -27,8 +27,10 @@ Per model (docs/performance.md says what each column means and how to read it):
 * arena vs its lower bound and the ESP32-S3 SIMD-eligible MAC share of the
   ESP-NN payloads (``executorch_espnn.analysis``);
 * optionally (--xtensa), guest instructions per inference of the ESP-NN
-  payloads on an emulated Xtensa lx106 (xtensa-sim, QEMU --icount). Not S3
-  cycles: lx106 has no SIMD and the count is instructions, not time.
+  payloads on an emulated Xtensa lx106 (xtensa-sim, QEMU --icount), and the
+  interpreter's cost of an op that computes nothing (a RESHAPE view) as the
+  share of the interpreter in those counts. Not S3 cycles: lx106 has no SIMD
+  and the count is instructions, not time.
 
 No figure here is a device figure. The host latencies measure the
 interpreter with ESP-NN's ANSI C kernels (or the project's stand-in) on
@@ -228,18 +230,44 @@ def xtensa_icounts(payloads: list[bytes], workdir: Path) -> list[int] | str:
         return f"skipped: {build.splitlines()[0]}"
     import re
 
-    counts = []
-    for i, blob in enumerate(payloads):
-        path = workdir / f"p{i}.xtsb"
-        path.write_bytes(B.write_bundle([B.make_case(f"p{i}", blob)]))
+    def per_run(blob: bytes, tag: str) -> int | str:
+        path = workdir / f"{tag}.xtsb"
+        path.write_bytes(B.write_bundle([B.make_case(tag, blob)]))
         n = []
         for runs in (0, 1):
             r = build.run("--no-clock", f"--runs={runs}", str(path), icount=True, timeout=600)
             if r.returncode != 0:
                 return f"failed: exit {r.returncode}: {r.stdout[-300:]}"
             n.append(int(re.search(r"guest instructions executed: (\d+)", r.stderr).group(1)))
-        counts.append(n[1] - n[0])
+        return n[1] - n[0]
+
+    if "dispatch" not in _XTENSA:
+        # Interpreter cost of one op that computes nothing: a RESHAPE view
+        # (same arena bytes; its eval decodes two tensor records and returns),
+        # from chains of 1 and 101 of them.
+        short, long_ = per_run(_view_chain(1), "views1"), per_run(_view_chain(101), "views101")
+        _XTENSA["dispatch"] = (long_ - short) / 100 if isinstance(short, int) and isinstance(long_, int) else None
+    counts = []
+    for i, blob in enumerate(payloads):
+        c = per_run(blob, f"p{i}")
+        if isinstance(c, str):
+            return c
+        counts.append(c)
     return counts
+
+
+def _view_chain(n: int) -> bytes:
+    from executorch_espnn.serialization import Xts3Writer
+
+    w = Xts3Writer()
+    t = first = w.tensor((16,))
+    for k in range(n):
+        nxt = w.tensor((4, 4) if k % 2 == 0 else (16,))
+        w.op("RESHAPE", [t], [nxt])
+        t = nxt
+    w.set_inputs([first])
+    w.set_outputs([t])
+    return w.to_bytes()
 
 
 # ---------------------------------------------------------------- report
@@ -259,6 +287,7 @@ class Row:
     latency_s: dict[str, float] = field(default_factory=dict)
     xtensa_instructions: list[int] | str = "not run"
     payloads: list[bytes] = field(default_factory=list, repr=False)  # not in the JSON
+    op_counts: list[int] = field(default_factory=list)  # XTS3 ops per payload
     notes: list[str] = field(default_factory=list)
 
 
@@ -276,6 +305,7 @@ def bench(name: str, rounds: int, xtensa: bool, workdir: Path, xnn_same_graph: b
     row.lower_s, row.pte_bytes, row.partitions = ours.seconds, len(ours.pte), len(payloads)
     row.payloads = payloads
     metrics = [payload_metrics(p) for p in payloads]
+    row.op_counts = [len(m.ops) for m in metrics]
     row.arena_bytes = [m.arena_bytes for m in metrics]
     row.arena_lower_bound = [m.arena_lower_bound for m in metrics]
     row.macs = sum(m.macs for m in metrics)
@@ -387,6 +417,13 @@ def main(argv=None) -> int:
             rows.append(bench(name, args.iters, name in xtensa, Path(tmp), args.xnnpack_same_graph))
     print(table(rows))
     print(f"  latency: median of {args.iters} interleaved rounds, ExecuTorch threadpool {threads} thread(s)")
+    if _XTENSA.get("dispatch") is not None:
+        per_op = _XTENSA["dispatch"]
+        print(f"  lx106: interpreter cost of an op that computes nothing (RESHAPE view): {per_op:.0f} instructions")
+        for r in rows:
+            if isinstance(r.xtensa_instructions, list):
+                share = per_op * sum(r.op_counts) / sum(r.xtensa_instructions)
+                print(f"    {r.model}: {sum(r.op_counts)} ops x {per_op:.0f} = {100 * share:.3f}% of its instructions")
     for r in rows:
         for n in r.notes:
             print(f"  {r.model}: {n}")
@@ -399,7 +436,7 @@ def main(argv=None) -> int:
         print(f"  board bundle: {args.bundle} ({len(cases)} cases, {args.bundle.stat().st_size} bytes)")
     if args.json:
         doc = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "commit": commit(),
-               "host": host_info(), "threads": threads, "rounds": args.iters,
+               "host": host_info(), "threads": threads, "rounds": args.iters, "lx106_instructions_per_noop_op": _XTENSA.get("dispatch"),
                "rows": [{k: v for k, v in asdict(r).items() if k != "payloads"} for r in rows]}
         args.json.write_text(json.dumps(doc, indent=2))
     return 0
