@@ -23,7 +23,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from executorch_espnn import EspNNQuantizer, delegation_report, to_espnn_edge
 from executorch_espnn.host_run import run_edge_program
-from executorch_espnn.models import TinyCNN, tiny_cnn  # noqa: F401 (TinyCNN: tests import it from here)
+from executorch_espnn.models import tiny_cnn
 from executorch_espnn.runtime import compare_with
 
 

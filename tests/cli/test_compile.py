@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from conftest import HERE, error_line, espnn, validate
+from cli_harness import HERE, error_line, espnn, validate
 
 MODELS = HERE / "cli_models.py"
 

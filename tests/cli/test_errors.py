@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import HERE, error_line, espnn
+from cli_harness import HERE, error_line, espnn
 
 MODELS = HERE / "cli_models.py"
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import error_line, espnn, validate
+from cli_harness import error_line, espnn, validate
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import SCHEMA, espnn
+from cli_harness import SCHEMA, espnn
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (the `test` extra) validates the reports")
 

@@ -12,7 +12,7 @@ pytest.importorskip("executorch")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from conftest import delegates, quantize  # noqa: E402
+from pte_harness import delegates, quantize  # noqa: E402
 from executorch_espnn import _native  # noqa: E402
 
 

@@ -35,7 +35,7 @@ pytest.importorskip("executorch")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from conftest import delegates, lower, output_scales, quantize  # noqa: E402
+from pte_harness import delegates, lower, output_scales, quantize  # noqa: E402
 from executorch_espnn import delegation_report  # noqa: E402
 from executorch_espnn.runtime import compare_with, load_program, run_pte  # noqa: E402
 

@@ -161,6 +161,14 @@ def method_report(ep, *, payloads: bool = True) -> MethodReport:
     from .support import SupportAnalysis
 
     gm = ep.graph_module
+    if any(_is_memory_planning_op(n) for n in gm.graph.nodes):
+        # to_executorch() rewrites the manager's programs in place (out variants,
+        # memory.alloc nodes): a report read from them would list its allocations
+        # as CPU ops and lose the partitioner's reasons.
+        raise ValueError("delegation_report() reads the edge programs before serialization, but "
+                         "to_executorch() has already rewritten this EdgeProgramManager in place; call "
+                         "delegation_report(edge) before edge.to_executorch(), or use "
+                         "pte_report(executorch_program.buffer) for the serialized program")
     report = MethodReport()
     analysis = SupportAnalysis(ConstantSource(ep), CompileOptions())
     for node in gm.graph.nodes:
@@ -184,11 +192,17 @@ def method_report(ep, *, payloads: bool = True) -> MethodReport:
     return report
 
 
+def _is_memory_planning_op(node) -> bool:
+    return node.op == "call_function" and getattr(node.target, "__module__", "") == "executorch.exir.memory"
+
+
 def delegation_report(edge_manager, *, payloads: bool = True) -> DelegationReport:
     """Per method of an EdgeProgramManager (e.g. from to_espnn_edge): the
     partitions (backend, ops by type, I/O count, payload size and, with
     `payloads`, each ESP-NN payload's summary) and every op left on the CPU
-    with the reason. ``print(report)`` gives a table, ``report.to_dict()`` a dict."""
+    with the reason. ``print(report)`` gives a table, ``report.to_dict()`` a dict.
+    Call it before ``edge_manager.to_executorch()``, which rewrites the programs
+    in place (ValueError after); ``pte_report`` reads the serialized program."""
     return DelegationReport({name: method_report(edge_manager.exported_program(name), payloads=payloads)
                              for name in edge_manager.methods})
 
