@@ -20,7 +20,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "examples/esp32s3_camera"
-STUBS = Path(__file__).resolve().parent / "camera_stubs"
+STUBS = Path(__file__).resolve().parent / "camera_stubs"  # esp32-camera
+IDF_STUBS = Path(__file__).resolve().parents[1] / "firmware" / "idf_stubs"  # shared with the glue check
 yaml = pytest.importorskip("yaml")
 
 
@@ -148,7 +149,7 @@ def syntax_check(tmp_path, source: Path):
                                           "#define CONFIG_ESPNN_CAMERA_TEMP_POOL_KB 64\n"
                                           "#define CONFIG_ESPNN_CAMERA_INTERVAL_MS 1000\n")
     args = [cxx(), "-std=gnu++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-fno-exceptions", "-fno-rtti",
-            "-DC10_USING_CUSTOM_GENERATED_MACROS", f"-I{tmp_path}", f"-I{STUBS}", f"-I{APP / 'main'}",
+            "-DC10_USING_CUSTOM_GENERATED_MACROS", f"-I{tmp_path}", f"-I{STUBS}", f"-I{IDF_STUBS}", f"-I{APP / 'main'}",
             "-isystem", str(et / "include"), "-isystem", str(et / "include/executorch/runtime/core/portable_type/c10"),
             str(source)]
     return subprocess.run(args, capture_output=True, text=True)
