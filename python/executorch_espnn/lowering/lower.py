@@ -79,6 +79,10 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     over = {k: v for k, v in counts.items() if v > lim[k]}
     if over:
         raise TooLarge("exceeds the runtime limits: " + ", ".join(f"{v} > {k} {lim[k]}" for k, v in over.items()))
+    # Same graph, an op order with a smaller arena when there is one
+    # (parallel branches); op_nodes follows the ops.
+    order = ctx.writer.order_ops_for_memory()
+    ctx.op_nodes = [ctx.op_nodes[i] for i in order]
     try:
         blob = ctx.writer.to_bytes()
     except ValueError as e:

@@ -226,6 +226,92 @@ class Xts3Writer:
         arena_size = _align(max((offsets[i] + self._tensors[i].nbytes for i in arena), default=0), align)
         return offsets, arena_size
 
+    # -- execution order -----------------------------------------------------------
+    def order_ops_for_memory(self) -> list[int]:
+        """Reorders the ops (a topological order of the same graph) when that
+        gives a smaller arena; returns the permutation applied, new position
+        -> old op index (callers keep per-op side tables in step with it).
+
+        The order the ops were added in is a valid schedule, but on graphs
+        with parallel branches it can keep several branches' large tensors
+        live at once. Two memory-aware list schedules are tried besides it:
+        "least net allocation first" (run the ready op that adds the fewest
+        bytes minus the bytes it lets die) and "finish the branch" (run the
+        ready op that reads the most recently written tensor). Each
+        candidate is judged by the arena plan_arena() really produces for
+        it; the given order wins ties, so graphs that gain nothing keep
+        their op order. Results are unchanged by construction: every op
+        still runs after the ops that write its inputs, and no op has side
+        effects beyond its outputs. Caller-fixed tensor offsets (tests that
+        pin a plan) disable reordering.
+        """
+        n = len(self._ops)
+        identity = list(range(n))
+        if n < 3 or any(t.memory == "ARENA" and t.offset is not None for t in self._tensors):
+            return identity
+        best, best_arena = identity, self.plan_arena()[1]
+        original = self._ops
+        try:
+            for candidate in (self._schedule(by_net_bytes=True), self._schedule(by_net_bytes=False)):
+                if candidate == best:
+                    continue
+                self._ops = [original[i] for i in candidate]
+                arena = self.plan_arena()[1]
+                if arena < best_arena:
+                    best, best_arena = candidate, arena
+        finally:
+            self._ops = [original[i] for i in best]
+        return best
+
+    def _schedule(self, *, by_net_bytes: bool) -> list[int]:
+        """A topological order of the ops, chosen greedily (see order_ops_for_memory)."""
+        ops = self._ops
+        align = fmt.ARENA_ALIGNMENT
+        producer = {t: i for i, op in enumerate(ops) for t in op.outputs}
+        arena_inputs = [sorted({t for t in op.inputs if t != fmt.NO_TENSOR and self._tensors[t].memory == "ARENA"})
+                        for op in ops]
+        readers: dict[int, int] = {}
+        for ins in arena_inputs:
+            for t in ins:
+                readers[t] = readers.get(t, 0) + 1
+        outputs = set(self._outputs)
+        waiting = [sum(1 for t in ins if t in producer) for ins in arena_inputs]
+        dependents: dict[int, list[int]] = {}
+        for i, ins in enumerate(arena_inputs):
+            for t in ins:
+                if t in producer:
+                    dependents.setdefault(producer[t], []).append(i)
+        ready = {i for i in range(len(ops)) if waiting[i] == 0}
+        written_at: dict[int, int] = {}  # tensor -> step it was written (recency)
+        order: list[int] = []
+        while ready:
+            def net_bytes(i: int) -> int:
+                added = sum(_align(self._tensors[t].nbytes, align) for t in ops[i].outputs)
+                freed = sum(_align(self._tensors[t].nbytes, align) for t in arena_inputs[i]
+                            if readers[t] == 1 and t not in outputs)
+                return added - freed
+
+            def recency(i: int) -> int:
+                return max((written_at.get(t, -1) for t in arena_inputs[i]), default=-1)
+
+            if by_net_bytes:
+                pick = min(ready, key=lambda i: (net_bytes(i), i))
+            else:
+                pick = min(ready, key=lambda i: (-recency(i), i))
+            ready.remove(pick)
+            order.append(pick)
+            for t in arena_inputs[pick]:
+                readers[t] -= 1
+            for t in ops[pick].outputs:
+                written_at[t] = len(order)
+            for j in dependents.get(pick, ()):
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    ready.add(j)
+        if len(order) != len(ops):  # a cycle: leave the order to the parser's def-before-use check
+            return list(range(len(ops)))
+        return order
+
     # -- bytes -------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         offsets, arena_size = self.plan_arena()
