@@ -57,9 +57,10 @@ def test_parallel_branches_are_scheduled_one_after_the_other():
     assert order == [0, 2, 1, 3, 4]  # PAD a, SLICE a, PAD b, SLICE b, CONCAT
     assert [op["op"] for op in _native.Program(after).summary()["ops"]] == ["PAD", "SLICE", "PAD", "SLICE", "CONCAT"]
     assert added_order_arena == 2 * 1024 + 16  # SLICE a runs while both wide tensors are live
-    assert payload_metrics(after).arena_bytes == payload_metrics(after).arena_lower_bound
-    assert payload_metrics(after).arena_bytes < added_order_arena
-    assert payload_metrics(after).arena_bytes == 1024 + 2 * 16  # one wide tensor, x and a slice
+    metrics = payload_metrics(after)
+    assert metrics.arena_bytes == metrics.arena_lower_bound
+    assert metrics.arena_bytes < added_order_arena
+    assert metrics.arena_bytes == 1024 + 2 * 16  # one wide tensor, x and a slice
 
     x = np.arange(-8, 8, dtype=np.int8).reshape(1, 16)
     (ref,) = _native.Program(before).run([x])

@@ -283,21 +283,20 @@ class Xts3Writer:
                     dependents.setdefault(producer[t], []).append(i)
         ready = {i for i in range(len(ops)) if waiting[i] == 0}
         written_at: dict[int, int] = {}  # tensor -> step it was written (recency)
+
+        def net_bytes(i: int) -> int:
+            added = sum(_align(self._tensors[t].nbytes, align) for t in ops[i].outputs)
+            freed = sum(_align(self._tensors[t].nbytes, align) for t in arena_inputs[i]
+                        if readers[t] == 1 and t not in outputs)
+            return added - freed
+
+        def staleness(i: int) -> int:  # lower = reads a more recently written tensor
+            return -max((written_at.get(t, -1) for t in arena_inputs[i]), default=-1)
+
+        cost = net_bytes if by_net_bytes else staleness
         order: list[int] = []
         while ready:
-            def net_bytes(i: int) -> int:
-                added = sum(_align(self._tensors[t].nbytes, align) for t in ops[i].outputs)
-                freed = sum(_align(self._tensors[t].nbytes, align) for t in arena_inputs[i]
-                            if readers[t] == 1 and t not in outputs)
-                return added - freed
-
-            def recency(i: int) -> int:
-                return max((written_at.get(t, -1) for t in arena_inputs[i]), default=-1)
-
-            if by_net_bytes:
-                pick = min(ready, key=lambda i: (net_bytes(i), i))
-            else:
-                pick = min(ready, key=lambda i: (-recency(i), i))
+            pick = min(ready, key=lambda i: (cost(i), i))
             ready.remove(pick)
             order.append(pick)
             for t in arena_inputs[pick]:
