@@ -57,6 +57,17 @@ def runtime_sources() -> list[Path]:
     return [s for s in srcs if s.name not in ESP_IDF_ONLY | HOST_PAL]
 
 
+def build_inputs() -> tuple[list[Path], list[Path], str]:
+    """What build() compiles: (sources, include directories, kernel name).
+    With $ESPNN_DIR some sources lie outside the repository."""
+    kernels, kernel_includes, kernel_name = kernel_sources()
+    shell = [FIRMWARE / "stdio_runner.cpp", FIRMWARE / "stdio_pal.cpp", FIRMWARE / "platform_selftest.cpp",
+             HELLO / "hello.cpp"]
+    sources = runtime_sources() + kernels + shell
+    includes = [RUNTIME / "include", RUNTIME / "src", *kernel_includes, FIRMWARE, HELLO]
+    return sources, includes, kernel_name
+
+
 @dataclass
 class XtensaBuild:
     sim: Path
@@ -86,11 +97,7 @@ def _build(sim: Path, out: Path, sources: list[Path], includes: list[Path], opt:
 def build(d: Path, bundle: Path) -> XtensaBuild | str:
     """Builds the -O2 runner (bundle embedded) and the -Os one; returns the
     build or the error text."""
-    kernels, kernel_includes, kernel_name = kernel_sources()
-    shell = [FIRMWARE / "stdio_runner.cpp", FIRMWARE / "stdio_pal.cpp", FIRMWARE / "platform_selftest.cpp",
-             HELLO / "hello.cpp"]
-    sources = runtime_sources() + kernels + shell
-    includes = [RUNTIME / "include", RUNTIME / "src", *kernel_includes, FIRMWARE, HELLO]
+    sources, includes, kernel_name = build_inputs()
     sim = sim_path()
     # The two builds share xtensa-sim's one-time downloads (C++ headers,
     # soft-float routines); do the -O2 one first so they are fetched once.
