@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -18,6 +22,30 @@ def test_reports_implementation(kernels):
     if kernels.implementation == "stand-in":
         assert kernels.espnn_version == "1.2.3"
     assert kernels.logistic_scratch_size() == 256
+
+
+def test_runs_the_esp_nn_the_tests_are_given(kernels):
+    """The two reports of the kernels agree, and with $ESPNN_DIR set for the
+    tests (docs/firmware.md, "Running the suite against the real ESP-NN")
+    the installed extension was built from that very tree: a suite run with
+    ESPNN_DIR over a stand-in build (installed without it) would otherwise
+    pass while saying nothing about ESP-NN."""
+    from executorch_espnn import _native
+
+    source = _native.KERNEL_SOURCE
+    if kernels.implementation == "stand-in":
+        assert source.startswith("stand-in"), source
+    else:
+        assert source.startswith(f"esp-nn {kernels.espnn_version} (ANSI C, from "), source
+    espnn = os.environ.get("ESPNN_DIR")
+    if espnn:
+        assert kernels.implementation == "esp-nn", (
+            f"ESPNN_DIR={espnn} is set but the installed extension runs {source}; "
+            f"reinstall with: ESPNN_DIR={espnn} pip install .")
+        built_from = re.fullmatch(r"esp-nn \S+ \(ANSI C, from (.+)\)", source).group(1)
+        assert Path(built_from).resolve() == Path(espnn).resolve(), source
+        manifest = (Path(espnn) / "idf_component.yml").read_text()
+        assert re.search(r'^version:\s*"?([^"\s]+)', manifest, re.M).group(1) == kernels.espnn_version
 
 
 def test_rejects_bad_arguments(kernels):
