@@ -87,7 +87,7 @@ def test_hard_swish_matches_tflite_formula(s_in, zp_in, s_out, zp_out):
 
 @pytest.mark.filterwarnings("ignore:.*quantized tensor creation functions.*:UserWarning")
 @pytest.mark.parametrize("s_in, zp_in, s_out, zp_out", HS_QUANT)
-def test_hard_swish_within_one_lsb_of_pytorch(s_in, zp_in, s_out, zp_out):
+def test_hard_swish_within_one_lsb_of_pytorch(s_in, zp_in, s_out, zp_out, exact_quantized_engine):
     torch = pytest.importorskip("torch")
     from torch.ao.nn.quantized import functional as qF
 

@@ -226,13 +226,11 @@ TORCH_CASES = [
 
 @pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
 @pytest.mark.parametrize("case", TORCH_CASES, ids=[c[0] for c in TORCH_CASES])
-def test_matches_pytorch_quantized_conv_within_one_lsb(case):
+def test_matches_pytorch_quantized_conv_within_one_lsb(case, exact_quantized_engine):
     torch = pytest.importorskip("torch")
     import torch.ao.nn.quantized.functional as qF
 
     name, n, hw, cin, cout, k, stride, pad, dil, groups = case
-    engine = "fbgemm" if "fbgemm" in torch.backends.quantized.supported_engines else "qnnpack"
-    torch.backends.quantized.engine = engine
     g = torch.Generator().manual_seed(1234)
     x = torch.randn(n, cin, *hw, generator=g) * 1.5 + 0.3
     w = torch.randn(cout, cin // groups, *k, generator=g) * 0.2
@@ -260,7 +258,7 @@ def test_matches_pytorch_quantized_conv_within_one_lsb(case):
     got = run_conv(x8, w8, bias, mult, shift, stride=stride, pad=pad, dil=dil, groups=groups,
                    in_off=-(zp_in_u8 - 128), out_off=zp_out_u8 - 128, act=(-128, 127), out_hw=out_hw)
     diff = np.abs(got.astype(np.int16) - want)
-    assert diff.max() <= 1, f"{name}: max diff {diff.max()} ({engine})"
+    assert diff.max() <= 1, f"{name}: max diff {diff.max()} ({exact_quantized_engine})"
     assert (diff == 0).mean() > 0.9
 
 

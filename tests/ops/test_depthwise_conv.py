@@ -153,11 +153,10 @@ def test_wide_rows_beyond_espnn_int16_window_origin(width):
 # --------------------------------------------------------------------------- PyTorch reference
 @pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
 @pytest.mark.parametrize("ch_mult,dil", [(1, 1), (2, 1), (3, 2)])
-def test_matches_pytorch_quantized_depthwise_within_one_lsb(ch_mult, dil):
+def test_matches_pytorch_quantized_depthwise_within_one_lsb(ch_mult, dil, exact_quantized_engine):
     torch = pytest.importorskip("torch")
     import torch.ao.nn.quantized.functional as qF
 
-    torch.backends.quantized.engine = "fbgemm" if "fbgemm" in torch.backends.quantized.supported_engines else "qnnpack"
     c, hw, k, stride, pad = 6, (10, 9), (3, 3), (2, 1), (1, 2)
     g = torch.Generator().manual_seed(99 + ch_mult)
     x = torch.randn(1, c, *hw, generator=g)

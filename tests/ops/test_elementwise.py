@@ -314,7 +314,7 @@ def test_add_negative_ties_on_output_rescale():
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("shapes", [((4, 6, 8), (4, 6, 8)), ((2, 3, 16), (16,)), ((2, 1, 5), (1, 3, 1)),
                                     ((1, 3, 3, 12), (1, 1, 1, 12))])
-def test_matches_pytorch_quantized(op, relu, shapes):
+def test_matches_pytorch_quantized(op, relu, shapes, exact_quantized_engine):
     torch = pytest.importorskip("torch")
     g = torch.Generator().manual_seed(len(shapes[0]) * 10 + relu + (op == "MUL") * 100)
     f1 = torch.randn(shapes[0], generator=g) * 1.5

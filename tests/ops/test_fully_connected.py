@@ -7,7 +7,7 @@ Oracles, all independent of the C++ under test:
   y = clamp(MBQM(acc, mult[o], shift[o]) + output_offset, act_min, act_max),
   MBQM = RDBP(SRDHM(acc * 2^max(s,0), m), max(-s,0)) (double rounding, from
   tests/tflite_reference.py);
-* PyTorch's quantized linear (fbgemm/x86) within 1 LSB, with the ESP-NN
+* PyTorch's quantized linear (QNNPACK, exact on every host) within 1 LSB, with the ESP-NN
   parameters derived here from float scales as esp-tflite-micro does
   (reference/espnn-kernels.md section 8).
 Plus rejection tests: a malformed op must fail to load with a message naming
@@ -203,7 +203,7 @@ def test_scratch_only_for_misaligned_rows():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("relu", [False, True])
-def test_matches_pytorch_quantized_linear(per_channel, relu):
+def test_matches_pytorch_quantized_linear(per_channel, relu, exact_quantized_engine):
     torch = pytest.importorskip("torch")
     g = torch.Generator().manual_seed(3 + 2 * per_channel + relu)
     batch, row_len, out_ch = 6, 45, 24

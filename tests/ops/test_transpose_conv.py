@@ -131,11 +131,11 @@ def test_clamps_extreme_zero_points_and_no_bias(act, in_zp, out_zp):
     (4, 2, 1, 0, 1, 2),
     (3, 1, 2, 0, 2, 1),
 ])
-def test_matches_pytorch_quantized_conv_transpose_within_one_lsb(k, stride, pad, op, dil, groups):
+def test_matches_pytorch_quantized_conv_transpose_within_one_lsb(k, stride, pad, op, dil, groups,
+                                                                  exact_quantized_engine):
     torch = pytest.importorskip("torch")
     import torch.ao.nn.quantized as nnq
 
-    torch.backends.quantized.engine = "fbgemm" if "fbgemm" in torch.backends.quantized.supported_engines else "qnnpack"
     cin, cout, hw = 4, 6, (5, 6)
     g = torch.Generator().manual_seed(k * 100 + stride * 10 + dil)
     x = torch.randn(1, cin, *hw, generator=g)
