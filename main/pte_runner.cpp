@@ -22,6 +22,7 @@
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/platform/runtime.h>
 
+#include "espnn/pte_check.h"
 #include "espnn/pte_suite.h"
 
 namespace espnn {
@@ -347,7 +348,7 @@ RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const Pte
   const uint8_t* pte = suite.pte();
   const char* placement = "inplace";
   const char* setup_error = nullptr;
-  char setup_msg[160] = {};
+  char setup_msg[256] = {};
   if ((uintptr_t)pte % kPteAlignment != 0) {
     placement = "copy-align";
     uint8_t* raw = suite_mem.Get(suite.pte_size() + kPteAlignment, MemoryUse::kModelCopy);
@@ -361,8 +362,20 @@ RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const Pte
       pte = aligned;
     }
   }
+  // The program is checked twice before ExecuTorch uses it: by the
+  // component's check of what ExecuTorch 1.5.1's loader reads unchecked
+  // (espnn/pte_check.h: a delegate entry without its processed data would
+  // be a null dereference in load_method), then by ExecuTorch's own full
+  // verification (the flatbuffers Verifier: every offset, vector and
+  // string inside the program).
+  const Status checked = setup_error ? Status::Ok() : CheckProgram(pte, suite.pte_size());
+  if (!checked.ok()) {
+    snprintf(setup_msg, sizeof(setup_msg), "the program fails the check: %s", checked.message());
+    setup_error = "load";
+  }
   InPlaceLoader loader(pte, suite.pte_size());
-  Result<Program> program = setup_error ? Result<Program>(Error::MemoryAllocationFailed) : Program::load(&loader);
+  Result<Program> program = setup_error ? Result<Program>(Error::InvalidProgram)  // (message set above)
+                                        : Program::load(&loader, Program::Verification::InternalConsistency);
   Result<MethodMeta> meta = program.ok() ? program->method_meta(suite.method()) : Result<MethodMeta>(program.error());
 
   // 2. Memory for the method, shared by all cases: planned buffers (the

@@ -15,6 +15,7 @@
 
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+#include "espnn/pte_check.h"
 #include "espnn/xts3_format.h"
 
 namespace py = pybind11;
@@ -302,6 +303,18 @@ PYBIND11_MODULE(_native, m) {
       "run",
       [](py::bytes blob, const std::vector<py::array>& inputs) { return Program(blob).Run(inputs); },
       py::arg("blob"), py::arg("inputs"), "Parses a blob and runs it once.");
+  // The device's .pte check (espnn/pte_check.h), run by every Python path
+  // before ExecuTorch's loader sees a program.
+  m.def(
+      "check_pte",
+      [](py::bytes pte) {
+        const std::string bytes = pte;
+        const Status s = pte::CheckProgram(bytes.data(), bytes.size());
+        if (!s.ok()) throw py::value_error(s.message());
+      },
+      py::arg("pte"),
+      "Checks an ExecuTorch program (.pte bytes) for what ExecuTorch 1.5.1's loader reads unchecked; "
+      "returns None or raises ValueError with a one-line message.");
 
   bind_espnn_kernels(m);
 }
