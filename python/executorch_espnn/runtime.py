@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Sequence
 
 from . import ET_BACKEND_ERROR, _et_backend
+from .pte_check import InvalidProgramError, check_pte
+
+__all__ = ["load_program", "run_pte", "compare_with", "Comparison", "check_pte", "InvalidProgramError"]
 
 
 def _runtime():
@@ -30,12 +33,27 @@ def _runtime():
 
 
 def load_program(pte: bytes | bytearray | str | Path):
-    """An ``executorch.runtime.Program`` from .pte bytes or a path."""
-    if isinstance(pte, (bytes, bytearray)):
-        return _runtime().load_program(bytes(pte))
+    """An ``executorch.runtime.Program`` from .pte bytes or a path.
+
+    The bytes pass the device's check first (``pte_check.check_pte``:
+    InvalidProgramError, a ValueError, for a program ExecuTorch must not
+    see), then ExecuTorch's loader with its full verification.
+    """
     if isinstance(pte, (str, Path)):
-        return _runtime().load_program(Path(pte))
-    raise TypeError(f"expected .pte bytes or a path, got {type(pte).__name__}")
+        path = Path(pte)
+        try:
+            data, name = path.read_bytes(), str(path)
+        except OSError as e:
+            raise FileNotFoundError(f"{path}: cannot read it: {e.strerror or e}") from e
+    elif isinstance(pte, (bytes, bytearray)):
+        data, name = bytes(pte), "the .pte"
+    else:
+        raise TypeError(f"expected .pte bytes or a path, got {type(pte).__name__}")
+    runtime = _runtime()
+    check_pte(data, name)
+    from executorch.runtime import Verification
+
+    return runtime.load_program(data, verification=Verification.InternalConsistency)
 
 
 def _as_tensors(inputs) -> list:
@@ -57,8 +75,9 @@ def run_pte(pte, inputs: Sequence, method: str = "forward", *, program=None) -> 
     numpy arrays); returns the outputs as torch tensors.
 
     Pass `program` (from ``load_program``) to reuse a loaded program.
-    Raises RuntimeError when loading or executing fails (ExecuTorch logs the
-    reason, e.g. the delegate's dtype/shape check, to stderr).
+    Raises InvalidProgramError (a ValueError) for a .pte that fails the
+    device's check, RuntimeError when loading or executing fails (ExecuTorch
+    logs the reason, e.g. the delegate's dtype/shape check, to stderr).
     """
     program = program if program is not None else load_program(pte)
     if method not in program.method_names:

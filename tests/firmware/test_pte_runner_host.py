@@ -145,6 +145,27 @@ def test_errors_are_result_lines(pte_runner, suite, tmp_path):
     assert "method pool 256 B" in results(recs)[0]["msg"]
 
 
+def test_corrupt_programs_are_refused_before_executorch_loads_them(pte_runner, tmp_path):
+    """Issue 13's corrupted programs (tests/hardening/data) in a suite: the
+    runner's check (espnn/pte_check.h) refuses each one as a load error,
+    naming the delegate field; without it ExecuTorch's load_method would
+    dereference mutated-segv.pte's missing processed-data reference
+    (SIGSEGV). The valid original they were mutated from passes."""
+    data = Path(__file__).parent.parent / "hardening" / "data"
+    good = S.make_suite((data / "original.pte").read_bytes(), cases=2, runs=1)
+    rc, recs, out = run_cpp(pte_runner, S.write_suite(good), tmp_path)
+    assert rc == 0 and [r["status"] for r in results(recs)] == ["pass", "pass"], out
+    for name, fragment in (("mutated-segv.pte", "no processed-data reference"),
+                           ("mutated-abort.pte", "the backend id 'EspN????kend' has a byte 0xea")):
+        bad = copy.deepcopy(good)
+        bad.pte = (data / name).read_bytes()
+        rc, recs, out = run_cpp(pte_runner, S.write_suite(bad), tmp_path)
+        assert rc == 1, (name, rc, out)
+        assert {(r["status"], r["stage"]) for r in results(recs)} == {("error", "load")}, out
+        msg = results(recs)[0]["msg"]
+        assert msg.startswith("the program fails the check: method 0 ('forward') delegate 0: ") and fragment in msg, msg
+
+
 def test_out_of_memory_is_reported_per_case(pte_runner, suite, tmp_path):
     """Pools fit, the planned buffer does not (the platform's live-byte cap):
     every case says which allocation failed; nothing is run."""

@@ -213,9 +213,12 @@ def pte_program(pte: bytes):
     not a .pte."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
+    from ..pte_check import check_pte
+
     data = bytes(pte)
     if len(data) < 8 or data[4:6] != b"ET":
         raise ValueError("not an ExecuTorch program (no 'ET' flatbuffer identifier at byte 4)")
+    check_pte(data)  # the device's check, before any reader trusts the delegate entries
     try:
         return deserialize_pte_binary(data).program
     except Exception as e:  # the flatbuffer reader's errors are of many types
