@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz_parse, fuzz_run; fuzz_et_glue[_heap] in the
-# 64-bit variant when the executorch wheel is importable by $PYTHON, default
+# Builds the libFuzzer targets (fuzz_parse, fuzz_run; fuzz_et_glue[_heap] and
+# fuzz_et_pte in the 64-bit variant when the executorch wheel is importable by $PYTHON, default
 # python3) with clang, ASan and UBSan (-fno-sanitize-recover=all), in 64-bit
 # and in 32-bit (-m32) form:
 #
@@ -79,8 +79,8 @@ for v in "${variants[@]}"; do
   fi
   # The ExecuTorch glue target exists only where the wheel could be used.
   if grep -q "fuzz_et_glue: skipped" "$b.configure.log"; then
-    echo "SKIP fuzz $v et_glue et_glue_heap: $(sed -n 's/.*fuzz_et_glue: skipped (\(.*\))/\1/p' "$b.configure.log" | tail -1)" | tee -a "$root/skipped"
-  elif ! cmake --build "$b" --target fuzz_et_glue fuzz_et_glue_heap -j "$(nproc)" >>"$b.build.log" 2>&1; then
+    echo "SKIP fuzz $v et_glue et_glue_heap et_pte: $(sed -n 's/.*fuzz_et_glue: skipped (\(.*\))/\1/p' "$b.configure.log" | tail -1)" | tee -a "$root/skipped"
+  elif ! cmake --build "$b" --target fuzz_et_glue fuzz_et_glue_heap fuzz_et_pte -j "$(nproc)" >>"$b.build.log" 2>&1; then
     echo "FAIL fuzz $v: fuzz_et_glue build failed; see $b.build.log" >&2
     tail -30 "$b.build.log" >&2 || true
     failed=1

@@ -1,4 +1,5 @@
-"""Regenerates host/fuzz/corpus/et_glue/, the seeds of fuzz_et_glue:
+"""Regenerates host/fuzz/corpus/et_glue/ and corpus/et_pte/, the seeds of
+fuzz_et_glue and fuzz_et_pte:
 
     PYTHONPATH=<dir with executorch_espnn, its _native and _et_backend> \
         python host/fuzz/make_glue_corpus.py
@@ -8,8 +9,11 @@ of the small programs in tests/hardening/et_programs.py (a fully delegated
 CNN, an MLP, a CPU-fallback program with two delegates), each prefixed with
 fuzz_et_glue's control byte (see fuzz_et_glue.cpp): 0x00 (aligned payload,
 matching tensors) and 0x41 (payload at an odd address, event tracer
-attached); the CNN's payload also once per tensor mismatch kind. The
-directory's contents are replaced; the output is deterministic.
+attached); the CNN's payload also once per tensor mismatch kind.
+fuzz_et_pte's seeds are the same programs' whole .pte files, plus
+tests/hardening/data/original.pte (a fully delegated CNN with hard-swish,
+sigmoid, softmax: the file issue 13's corrupted programs were mutated from).
+The directories' contents are replaced; the output is deterministic.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "host" / "fuzz" / "corpus" / "et_glue"
+OUT_PTE = REPO / "host" / "fuzz" / "corpus" / "et_pte"
 sys.path.insert(0, str(REPO / "tests" / "hardening"))
 
 import et_programs  # noqa: E402
@@ -30,8 +35,10 @@ MISMATCHES = {1: "dtype", 2: "shape", 3: "rank", 4: "argcount", 5: "dimorder", 6
 
 def main() -> int:
     seeds: dict[str, bytes] = {}
+    ptes = {"espnn_cnn.pte": (REPO / "tests" / "hardening" / "data" / "original.pte").read_bytes()}
     for build in et_programs.ALL:
         program = build()
+        ptes[f"{program.name}.pte"] = program.pte
         for i, payload in enumerate(program.payloads):
             stem = f"{program.name}_d{i}"
             seeds[f"{stem}_aligned.seed"] = bytes([ALIGNED_MATCHING]) + payload
@@ -39,11 +46,12 @@ def main() -> int:
             if program.name == "cnn":
                 for kind, name in MISMATCHES.items():
                     seeds[f"{stem}_{name}.seed"] = bytes([kind << 1]) + payload
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
-    for name, data in sorted(seeds.items()):
-        (OUT / name).write_bytes(data)
-    print(f"{len(seeds)} seeds, {sum(map(len, seeds.values()))} bytes in {OUT.relative_to(REPO)}")
+    for out, files in ((OUT, seeds), (OUT_PTE, ptes)):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for name, data in sorted(files.items()):
+            (out / name).write_bytes(data)
+        print(f"{len(files)} seeds, {sum(map(len, files.values()))} bytes in {out.relative_to(REPO)}")
     return 0
 
 

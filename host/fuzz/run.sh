@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets (docs/fuzzing.md).
 #
-#   host/fuzz/run.sh [-t SECONDS] [-b BUILD_ROOT] [-v "x86_64 i386"] [-T "parse run et_glue et_glue_heap"] [-- LIBFUZZER_ARGS...]
+#   host/fuzz/run.sh [-t SECONDS] [-b BUILD_ROOT] [-v "x86_64 i386"] [-T "parse run et_glue et_glue_heap et_pte"] [-- LIBFUZZER_ARGS...]
 #
 # For every variant (64-bit, and 32-bit when clang's i386 runtimes are
 # there; a missing one is skipped with the reason) and every target:
@@ -11,6 +11,9 @@
 #   2. fuzzing for SECONDS (default 60; 0 = regression only), starting from
 #      that corpus; new inputs go to a scratch directory, never into the
 #      checked-in corpus. A crash leaves its input in BUILD_ROOT/artifacts/.
+#      The three ExecuTorch targets (et_glue, et_glue_heap, et_pte) share the
+#      time of two: 2/3 of SECONDS each, so adding et_pte (whole .pte files)
+#      left CI's fuzzing time as it was.
 # Prints one summary line per run with the execution count. Exit status 0
 # only if every run finished without a finding.
 set -euo pipefail
@@ -18,7 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 seconds=60
 root=""
 variants="x86_64 i386"
-targets="parse run et_glue et_glue_heap"
+targets="parse run et_glue et_glue_heap et_pte"
 while [ $# -gt 0 ]; do
   case "$1" in
     -t) seconds=$2; shift 2 ;;
@@ -44,7 +47,7 @@ for v in $variants; do
     continue
   fi
   for t in $targets; do
-    if [ ! -x "$bin/fuzz_$t" ]; then  # fuzz_et_glue*: 64-bit with the executorch wheel only
+    if [ ! -x "$bin/fuzz_$t" ]; then  # fuzz_et_*: 64-bit with the executorch wheel only
       echo "fuzz $v $t: skipped ($(grep -h "fuzz $v .*$t" "$root/skipped" | head -1 || echo 'not built'))"
       continue
     fi
@@ -64,11 +67,13 @@ for v in $variants; do
       continue
     fi
     [ "$seconds" -gt 0 ] || continue
+    budget=$seconds
+    case "$t" in et_*) budget=$(( (2 * seconds + 2) / 3 )) ;; esac
     work="$root/work/$v/$t"
     mkdir -p "$work"
     log="$root/$v-$t-fuzz.log"
     start=$(date +%s)
-    if "$bin/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    if "$bin/fuzz_$t" -max_total_time="$budget" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
          -print_final_stats=1 -artifact_prefix="$root/artifacts/$v-$t-" "$@" "$work" "${seeds[@]}" >"$log" 2>&1; then
       verdict=OK
     else
