@@ -54,8 +54,13 @@ def test_suite_cases_pass_delegated_through_executorch_runtime(tmp_path):
     # The child imports the same executorch_espnn (source tree or install) as this process.
     pkg_root = os.path.dirname(os.path.dirname(executorch_espnn.__file__))
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, env.get("PYTHONPATH", "")])
+    # Given file paths and no config file, pytest takes their common folder
+    # (operators/) as rootdir and, by default, loads no conftest.py above it:
+    # the suite's own conftest (one level up, which parametrizes test_runner
+    # over the flows) would be skipped and no [espnn] case would exist.
     cmd = [sys.executable, "-m", "pytest", "-p", "executorch_espnn.testing.suite_plugin", "-m", "flow_espnn",
-           *ids, "-q", "-p", "no:cacheprovider", "-W", "ignore", "--espnn-suite-json", str(records)]
+           *ids, "-q", "-p", "no:cacheprovider", "-W", "ignore", "--espnn-suite-json", str(records),
+           "--confcutdir", os.path.dirname(suite_dir)]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
