@@ -299,3 +299,49 @@ def test_regression_blobs_match_the_64_bit_binding(tools, hardening_corpus, vari
     diffs = [f"{Path(f).name}:\n  binding: {hardening_corpus[f]}\n  {variant.name}: {got[f]}"
              for f in files if got[f] != hardening_corpus[f]]
     assert not diffs, f"{len(diffs)} verdicts differ from the 64-bit binding:\n" + "\n".join(diffs[:20])
+
+
+@pytest.fixture(scope="session")
+def pte_corpus(tmp_path_factory) -> dict[str, Expected]:
+    """.pte programs for the device's .pte check (espnn/pte_check.h): the
+    valid seeds of host/fuzz/corpus/et_pte, issue 13's two corrupted files,
+    every truncation of original.pte and every byte of its flatbuffer part
+    set to 0x00 and to 0xff; with the 64-bit binding's verdict per file."""
+    d = tmp_path_factory.mktemp("pte_corpus")
+    data = REPO / "tests" / "hardening" / "data"
+    original = (data / "original.pte").read_bytes()
+    program_size = int.from_bytes(original[16:24], "little")  # the extended header's
+    files = {p.name: p.read_bytes() for p in [*data.glob("*.pte"), *(REPO / "host/fuzz/corpus/et_pte").glob("*.pte")]}
+    files.update({f"trunc{n}.pte": original[:n] for n in range(len(original))})
+    for i in range(program_size):
+        for v in (0x00, 0xFF):
+            if original[i] != v:
+                files[f"b{i}_{v:02x}.pte"] = original[:i] + bytes([v]) + original[i + 1:]
+    expected: dict[str, Expected] = {}
+    for name, blob in files.items():
+        path = d / name
+        path.write_bytes(blob)
+        try:
+            fmt.check_pte(blob)
+            expected[str(path)] = Expected("OK", ())
+        except ValueError as e:
+            expected[str(path)] = Expected("REJECT", (str(e),))
+    return expected
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_pte_check_matches_the_64_bit_binding(tools, pte_corpus, variant):
+    """The .pte check on -m32 and under ASan/UBSan, aligned and at odd
+    addresses (it reads byte by byte): same verdicts and messages as the
+    binding, and no sanitizer report."""
+    tool = _tool(tools, variant)
+    files = sorted(pte_corpus)
+    verdicts = [e.verdict for e in pte_corpus.values()]
+    # A cut inside the segments leaves the flatbuffer whole: the check passes it
+    # (the loader refuses a segment past the end of the data).
+    assert verdicts.count("OK") > 3000 and verdicts.count("REJECT") > 1000
+    for options in ((), ("--misalign=3",)):
+        got = _run_tool(tool, files, *options, "--pte")
+        diffs = [f"{Path(f).name}:\n  binding: {pte_corpus[f]}\n  {variant.name}: {got[f]}"
+                 for f in files if got[f] != pte_corpus[f]]
+        assert not diffs, f"{len(diffs)} verdicts differ from the 64-bit binding:\n" + "\n".join(diffs[:20])

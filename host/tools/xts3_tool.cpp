@@ -2,8 +2,8 @@
 // exercised where the extension cannot be loaded: -m32 builds (where size_t
 // is 32 bits, as on the ESP32), sanitizer builds, and emulated targets.
 //
-//   xts3_tool [--misalign=N] FILE...
-//   xts3_tool [--misalign=N] -          (file names from stdin, one a line)
+//   xts3_tool [--misalign=N] [--pte] FILE...
+//   xts3_tool [--misalign=N] [--pte] -  (file names from stdin, one a line)
 //
 // For each FILE prints one line:
 //   FILE\tREJECT\t<parser or init message>
@@ -15,6 +15,9 @@
 // 64-bit host build. Exit status: 0 if every file was processed (accepted
 // or rejected), 2 on a usage or I/O error, 3 if any Invoke touched the heap
 // (reported on stderr; the runtime must allocate nothing while it runs).
+//
+// --pte: the files are ExecuTorch programs, given to the device's .pte check
+// (espnn/pte_check.h) instead: FILE\tOK or FILE\tREJECT\t<message>.
 //
 // Each blob is copied into a heap block of exactly its size, so an
 // AddressSanitizer build reports any read past its end. --misalign=N places
@@ -28,6 +31,7 @@
 
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+#include "espnn/pte_check.h"
 
 // Heap use during Invoke is counted: the runtime promises to allocate
 // nothing there. C allocations reach the counters through the linker's
@@ -70,6 +74,8 @@ namespace {
 
 // Bytes of the blob start this far past a 16-byte boundary (--misalign).
 size_t g_misalign = 0;
+// The files are .pte programs for CheckProgram (--pte).
+bool g_pte = false;
 
 // Reads a whole file into a heap block of exactly `misalign + size` bytes
 // (at least 1) whose start is 16-byte aligned; *data = block + misalign.
@@ -116,6 +122,14 @@ int ProcessFile(const char* path) {
   if (!ReadFile(path, g_misalign, &block, &blob, &size)) {
     fprintf(stderr, "xts3_tool: cannot read %s\n", path);
     return 2;
+  }
+  if (g_pte) {
+    const espnn::Status c = espnn::pte::CheckProgram(blob, size);
+    if (c.ok()) printf("%s\tOK\n", path);
+    else printf("%s\tREJECT\t%s\n", path, c.message());
+    fflush(stdout);
+    free(block);
+    return 0;
   }
   espnn::Model model;
   espnn::Status s = espnn::ParseModel(blob, size, &model);
@@ -209,8 +223,12 @@ int main(int argc, char** argv) {
     g_misalign = (size_t)v;
     ++first;
   }
+  if (first < argc && strcmp(argv[first], "--pte") == 0) {
+    g_pte = true;
+    ++first;
+  }
   if (first >= argc) {
-    fprintf(stderr, "usage: xts3_tool [--misalign=N] FILE... | -\n");
+    fprintf(stderr, "usage: xts3_tool [--misalign=N] [--pte] FILE... | -\n");
     return 2;
   }
   int rc = 0;
