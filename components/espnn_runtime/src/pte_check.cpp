@@ -295,7 +295,7 @@ Status CheckDelegate(const Reader& r, const Table& d, const ProgramLists& lists,
     case Ref::kOk: break;
   }
   for (uint32_t k = 0; k < specs.length; ++k) {
-    char spec_where[96];
+    char spec_where[160];
     snprintf(spec_where, sizeof(spec_where), "%s compile spec %u", where, (unsigned)k);
     Table spec;
     if (!TableAt(r, specs, k, &spec)) return Invalid("%s: corrupt", spec_where);
@@ -309,7 +309,7 @@ Status CheckDelegate(const Reader& r, const Table& d, const ProgramLists& lists,
 }
 
 Status CheckMethod(const Reader& r, const Table& plan, uint32_t index, const ProgramLists& lists) {
-  char where[80];
+  char where[96];
   snprintf(where, sizeof(where), "method %u", (unsigned)index);
   ESPNN_RETURN_IF_ERROR(CheckString(r, plan, kPlanName, /*required=*/true, where, "name"));
   const uint8_t* name;
@@ -321,7 +321,7 @@ Status CheckMethod(const Reader& r, const Table& plan, uint32_t index, const Pro
   const Ref ops_ref = VectorField(r, plan, kPlanOperators, 4, &ops);
   if (ops_ref == Ref::kBad) return Invalid("%s: the operator list lies outside the program", where);
   for (uint32_t k = 0; ops_ref == Ref::kOk && k < ops.length; ++k) {
-    char op_where[112];
+    char op_where[128];
     snprintf(op_where, sizeof(op_where), "%s operator %u", where, (unsigned)k);
     Table op;
     if (!TableAt(r, ops, k, &op)) return Invalid("%s: corrupt", op_where);
@@ -333,7 +333,7 @@ Status CheckMethod(const Reader& r, const Table& plan, uint32_t index, const Pro
   const Ref del_ref = VectorField(r, plan, kPlanDelegates, 4, &delegates);
   if (del_ref == Ref::kBad) return Invalid("%s: the delegate list lies outside the program", where);
   for (uint32_t k = 0; del_ref == Ref::kOk && k < delegates.length; ++k) {
-    char d_where[112];
+    char d_where[128];
     snprintf(d_where, sizeof(d_where), "%s delegate %u", where, (unsigned)k);
     Table d;
     if (!TableAt(r, delegates, k, &d)) return Invalid("%s: corrupt", d_where);
