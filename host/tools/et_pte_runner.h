@@ -27,6 +27,7 @@
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/program.h>
 
+#include "espnn/pte_check.h"
 #include "et_test_support.h"
 
 namespace espnn_test {
@@ -46,7 +47,17 @@ class PteRunner {
     auto loader = executorch::extension::FileDataLoader::from(path);
     if (!loader.ok()) return Fail("cannot open", path, loader.error());
     loader_.reset(new executorch::extension::FileDataLoader(std::move(loader.get())));
-    auto program = et::Program::load(loader_.get());
+    // As every loader of the project: the device's .pte check first, then
+    // ExecuTorch's full verification (espnn/pte_check.h says why both).
+    {
+      auto size = loader_->size();
+      if (!size.ok()) return Fail("cannot size", path, size.error());
+      auto whole = loader_->load(0, size.get(), et::DataLoader::SegmentInfo(et::DataLoader::SegmentInfo::Type::Program));
+      if (!whole.ok()) return Fail("cannot read", path, whole.error());
+      const espnn::Status checked = espnn::pte::CheckProgram(whole->data(), whole->size());
+      if (!checked.ok()) return std::string(path) + ": " + checked.message();
+    }
+    auto program = et::Program::load(loader_.get(), et::Program::Verification::InternalConsistency);
     if (!program.ok()) return Fail("Program::load failed for", path, program.error());
     program_.reset(new et::Program(std::move(program.get())));
     auto meta = program_->method_meta(method);
