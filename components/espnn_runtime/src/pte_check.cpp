@@ -288,13 +288,12 @@ Status CheckDelegate(const Reader& r, const Table& d, const ProgramLists& lists,
     case Ref::kOk: break;
   }
   ESPNN_RETURN_IF_ERROR(CheckProcessed(r, ref, lists, where));
+  // No compile-spec list is fine (ExecuTorch 1.5.1 checks for it); each
+  // entry's key and value it reads unchecked.
   Vector specs;
-  switch (VectorField(r, d, kDelegateCompileSpecs, 4, &specs)) {
-    case Ref::kAbsent: return Invalid("%s: no compile-spec list", where);
-    case Ref::kBad: return Invalid("%s: the compile-spec list lies outside the program", where);
-    case Ref::kOk: break;
-  }
-  for (uint32_t k = 0; k < specs.length; ++k) {
+  const Ref specs_ref = VectorField(r, d, kDelegateCompileSpecs, 4, &specs);
+  if (specs_ref == Ref::kBad) return Invalid("%s: the compile-spec list lies outside the program", where);
+  for (uint32_t k = 0; specs_ref == Ref::kOk && k < specs.length; ++k) {
     char spec_where[160];
     snprintf(spec_where, sizeof(spec_where), "%s compile spec %u", where, (unsigned)k);
     Table spec;

@@ -22,8 +22,8 @@
 //   - per delegate (ExecutionPlan.delegates): a backend id, a processed-data
 //     reference whose location is INLINE or SEGMENT and whose index names an
 //     existing Program.backend_delegate_data entry (with data) or
-//     Program.segments entry, and a compile-spec list whose every entry has
-//     a key and a value;
+//     Program.segments entry, and a key and a value in every compile-spec
+//     entry;
 //   - printable ASCII in every string ExecuTorch may print while loading or
 //     running a method: method names, backend ids, compile-spec keys,
 //     operator names and overloads. (UTF-8 would do for the Python binding,
