@@ -52,11 +52,13 @@ namespace et = ::executorch::runtime;
 // a campaign in which nearly every input is rejected up front would be a
 // campaign of the check, not of ExecuTorch's loader.
 struct Depth {
-  unsigned long inputs = 0, checked = 0, programs = 0, methods = 0;
+  unsigned long inputs = 0, checked = 0, programs = 0, attempts = 0, methods = 0;
 } g_depth;
 void PrintDepth() {
-  fprintf(stderr, "fuzz_et_pte depth: inputs=%lu passed_check=%lu program_loaded=%lu method_loaded=%lu\n",
-          g_depth.inputs, g_depth.checked, g_depth.programs, g_depth.methods);
+  fprintf(stderr,
+          "fuzz_et_pte depth: inputs=%lu passed_check=%lu program_loaded=%lu load_method_called=%lu "
+          "method_loaded=%lu\n",
+          g_depth.inputs, g_depth.checked, g_depth.programs, g_depth.attempts, g_depth.methods);
 }
 
 // Limits that keep one execution in the millisecond range; a program over
@@ -113,6 +115,7 @@ void RunMethod(const et::Program& program, const char* name) {
     et::MemoryManager memory(&method_alloc, &planned, &temp_alloc);
     // Delegates are initialized here; the method (and with it every
     // delegate handle) is destroyed at the end of this scope.
+    ++g_depth.attempts;
     if (program.load_method(name, &memory).ok()) ++g_depth.methods;
   }
   for (size_t i = 0; i < n_planned && i < kMaxPlannedBuffers; ++i) free(planned_mem[i]);
