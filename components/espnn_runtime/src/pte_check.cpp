@@ -240,7 +240,7 @@ struct ProgramLists {
   Ref inline_data_ref = Ref::kAbsent;
   Vector inline_data;  // Program.backend_delegate_data
   Ref segments_ref = Ref::kAbsent;
-  Vector segments;     // Program.segments (16-byte structs)
+  Vector segments;     // Program.segments (references to DataSegment tables)
 };
 
 Status CheckProcessed(const Reader& r, const Table& ref, const ProgramLists& lists, const char* where) {
@@ -389,7 +389,7 @@ Status CheckProgram(const void* data, size_t size) {
   if (!r.Follow(0, &root) || !r.ReadTable(root, &program)) return Invalid("the root table is corrupt");
   ProgramLists lists;
   lists.inline_data_ref = VectorField(r, program, kProgBackendDelegateData, 4, &lists.inline_data);
-  lists.segments_ref = VectorField(r, program, kProgSegments, 16, &lists.segments);
+  lists.segments_ref = VectorField(r, program, kProgSegments, 4, &lists.segments);
 
   Vector plans;
   switch (VectorField(r, program, kProgExecutionPlan, 4, &plans)) {
