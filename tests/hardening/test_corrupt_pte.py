@@ -155,21 +155,28 @@ def test_espnn_run_exits_2_with_one_line(path):
     assert code == 2 and line.startswith(f"espnn: error: {path}: method 0 ('forward') delegate 0: "), (code, line)
 
 
+@pytest.mark.parametrize("command", [["report"], ["bundle", "--kind", "pte"], ["bundle", "--kind", "payloads"]],
+                         ids=["report", "bundle-pte", "bundle-payloads"])
 @pytest.mark.parametrize("path", [ABORT, SEGV], ids=["abort", "segv"])
-def test_espnn_report_exits_2_with_one_line(path):
-    """In-process: ExecuTorch's Python deserializer, which report uses, never
-    crashed on these files; the check gives its message and exit code 2."""
+def test_other_commands_exit_2_with_the_same_line(command, path, tmp_path):
+    """In-process: the paths behind these (ExecuTorch's Python deserializer,
+    pte_suite) did not crash on these files, but they must give the check's
+    message, the same as `espnn run`, and exit code 2."""
     import contextlib
     import io
 
     from executorch_espnn.cli import main
 
+    out = ["-o", str(tmp_path / "out.bin")] if command[0] == "bundle" else []
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["report", str(path)])
+        code = main([*command, str(path), *out])
     lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("espnn: ")]
     assert code == 2 and len(lines) == 1, (code, err.getvalue()[-2000:])
     assert lines[0].startswith(f"espnn: error: {path}: method 0 ('forward') delegate 0: "), lines
+    assert lines[0].endswith("(the file is corrupt, or not a program ExecuTorch 1.5 wrote)"), lines
+    if command == ["report"]:
+        assert lines[0] == espnn_error("run", str(path))[1]
 
 
 def test_pte_suite_refuses_a_corrupt_program():

@@ -28,14 +28,14 @@ def add_parser(sub, parents) -> None:
 def _payload_cases(files, cases: int, runs: int, method: str):
     from .. import bundle
     from ..partition.report import pte_payloads
-    from .report_cmd import read_pte
+    from .report_cmd import read_checked_pte, read_pte
 
     out = []
     for path in files:
-        data = read_pte(path)
         if path.suffix == ".xts3":
-            blobs = [(path.stem, data)]
+            blobs = [(path.stem, read_pte(path))]
         else:
+            data = read_checked_pte(path)
             try:
                 blobs = [(f"{path.stem}.{m}.{i}", b) for m, i, backend, b in pte_payloads(data, method)
                          if backend == "EspNNBackend"]
@@ -63,11 +63,11 @@ def run(args: argparse.Namespace) -> int:
         what = f"XTSB bundle: {len(cases)} case(s)"
     else:
         from .. import pte_suite
-        from .report_cmd import read_pte
+        from .report_cmd import read_checked_pte
 
         if len(args.files) != 1:
             raise UsageError("--kind pte takes one .pte (a suite holds one program)")
-        pte = read_pte(args.files[0])
+        pte = read_checked_pte(args.files[0])
         try:
             suite = pte_suite.make_suite(pte, method=args.method, cases=args.cases)
         except Exception as e:

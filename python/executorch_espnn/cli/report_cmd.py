@@ -26,11 +26,25 @@ def read_pte(path: Path) -> bytes:
     return path.read_bytes()
 
 
+def read_checked_pte(path: Path) -> bytes:
+    """The bytes of a .pte that passed the device's check (pte_check.py),
+    which every command runs before anything reads the program: a corrupt
+    file is a usage error (exit 2) naming the file and the field."""
+    from ..pte_check import InvalidProgramError, check_pte
+
+    pte = read_pte(path)
+    try:
+        check_pte(pte, str(path))
+    except InvalidProgramError as e:
+        raise UsageError(f"{e} (the file is corrupt, or not a program ExecuTorch 1.5 wrote)") from e
+    return pte
+
+
 def load_report(path: Path):
     """(pte bytes, DelegationReport) of a .pte file, errors as UsageError."""
     from ..partition.report import pte_report
 
-    pte = read_pte(path)
+    pte = read_checked_pte(path)
     try:
         return pte, pte_report(pte)
     except ValueError as e:

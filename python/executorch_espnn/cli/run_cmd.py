@@ -42,15 +42,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from .. import runtime
-    from ..pte_check import InvalidProgramError, check_pte
     from .host import Comparison
-    from .report_cmd import read_pte
+    from .report_cmd import read_checked_pte
 
-    pte = read_pte(args.pte)
-    try:  # a corrupt file is an input error (exit 2), and must never reach ExecuTorch's loader
-        check_pte(pte, str(args.pte))
-    except InvalidProgramError as e:
-        raise UsageError(f"{e} (the file is corrupt, or not a program ExecuTorch 1.5 wrote)") from e
+    pte = read_checked_pte(args.pte)  # a corrupt file is exit 2 and never reaches ExecuTorch's loader
     try:
         program = runtime.load_program(pte)
     except Exception as e:
