@@ -1,7 +1,7 @@
 """CPU fallback: a small vision transformer, partly on ESP-NN, partly on ExecuTorch's CPU kernels.
 
     python examples/small_vit.py [--image-size 32] [--patch-size 4] [--dim 64] [--depth 2] [--heads 4]
-                                 [--calibration 8] [--max-lsb 2] [--output build/small_vit/small_vit.pte]
+                                 [--calibration 8] [--max-lsb 3] [--output build/small_vit/small_vit.pte]
 
 The zoo's SmallViT (patch embedding conv, pre-norm transformer blocks, mean
 over tokens, linear head; random weights) is quantized with EspNNQuantizer and
@@ -42,7 +42,9 @@ def main(argv=None) -> int:
     parser.add_argument("--depth", type=int, default=2, help="transformer blocks (default 2)")
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--calibration", type=int, default=8, help="calibration images (default 8)")
-    parser.add_argument("--max-lsb", type=float, default=2, help="bound vs int8 PyTorch in output LSBs (default 2)")
+    # 3, not the 2 measured on one host: layer norm, softmax and the matmuls run in float on both
+    # sides, and which values land on a rounding boundary depends on the host's float kernels.
+    parser.add_argument("--max-lsb", type=float, default=3, help="bound vs int8 PyTorch in output LSBs (default 3)")
     parser.add_argument("--output", type=Path, default=Path("build/small_vit/small_vit.pte"))
     args = parser.parse_args(argv)
 

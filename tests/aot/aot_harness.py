@@ -30,6 +30,16 @@ def output_scales(converted):
     return scales
 
 
+# The bound for a chain of quantized layers against the convert_pt2e model. That model
+# computes each layer in float (oneDNN/ATen kernels whose accumulation order depends on the
+# host's ISA and thread count) before quantizing: one op is within 1 LSB by construction, but
+# a 1-step flip in one layer can add to a later layer's rounding, and which elements flip
+# moves with the host (measured: DS-CNN's exact share 64.6 % with AVX-512, 70.8 % with
+# ATen's scalar kernels). A wiring or parameter error is off by tens of LSB, so 2 still
+# catches it; the exact check of a chain is the .pte against the device runtime.
+CHAIN_LSB = 2.0
+
+
 def compare(outputs, references, scales, label="", max_lsb=1.0):
     """Every element within `max_lsb` (1) LSB of the output quantization; returns the exact fractions."""
     fractions = []
@@ -77,8 +87,10 @@ def op_names(blob):
     return [op["op"] for op in _native.Program(blob).summary()["ops"]]
 
 
-def lower_and_check(model, example_inputs, quantize, *, label="", strict=True, calibration=None, **lower_kw):
-    """quantize -> export -> to_espnn_edge -> run (delegates natively) -> compare with convert_pt2e.
+def lower_and_check(model, example_inputs, quantize, *, label="", strict=True, calibration=None, max_lsb=1.0,
+                    **lower_kw):
+    """quantize -> export -> to_espnn_edge -> run (delegates natively) -> compare with convert_pt2e
+    within `max_lsb` (1 for one op; a chain of layers gets CHAIN_LSB, see there).
 
     Returns (edge_manager, converted, exact_fractions)."""
     from executorch_espnn import to_espnn_edge
@@ -90,5 +102,5 @@ def lower_and_check(model, example_inputs, quantize, *, label="", strict=True, c
     assert calls == len(delegate_nodes(edge))
     refs = converted(*example_inputs)
     refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]
-    fractions = compare(outputs, refs, output_scales(converted), label)
+    fractions = compare(outputs, refs, output_scales(converted), label, max_lsb=max_lsb)
     return edge, converted, fractions

@@ -10,7 +10,7 @@ pytest.importorskip("executorch")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from aot_harness import cpu_nodes, delegate_nodes, lower_and_check, op_names, payloads  # noqa: E402
+from aot_harness import CHAIN_LSB, cpu_nodes, delegate_nodes, lower_and_check, op_names, payloads  # noqa: E402
 from executorch_espnn import delegation_report  # noqa: E402
 
 
@@ -60,7 +60,8 @@ def test_mobilenet_v2_blocks_fully_delegated(quantize):
     g = torch.Generator().manual_seed(5)
     x = torch.randn(1, 3, 32, 32, generator=g)
     calibration = [(torch.randn(1, 3, 32, 32, generator=g),) for _ in range(4)] + [(x,)]
-    edge, _, fractions = lower_and_check(model, (x,), quantize, label="mobilenet_v2_blocks", calibration=calibration)
+    edge, _, fractions = lower_and_check(model, (x,), quantize, label="mobilenet_v2_blocks", calibration=calibration,
+                                         max_lsb=CHAIN_LSB)
     assert len(delegate_nodes(edge)) == 1
     assert cpu_nodes(edge) == []
     report = delegation_report(edge).to_dict()["forward"]

@@ -17,7 +17,7 @@ pytest.importorskip("executorch")
 
 import torch  # noqa: E402
 
-from aot_harness import compare, delegate_nodes, output_scales, payloads  # noqa: E402
+from aot_harness import CHAIN_LSB, compare, delegate_nodes, output_scales, payloads  # noqa: E402
 from executorch_espnn import _native, delegation_report, to_espnn_edge  # noqa: E402
 from executorch_espnn.host_run import run_edge_program  # noqa: E402
 from executorch_espnn.lowering.registry import lookup  # noqa: E402
@@ -94,7 +94,7 @@ def test_mobilenet_v2_runs_natively_close_to_convert_pt2e(mobilenet_v2):
     assert exact > 0.3
 
 
-def test_ds_cnn_lowers_fully_and_matches_within_1_lsb(ds_cnn):
+def test_ds_cnn_lowers_fully_and_matches_within_chain_bound(ds_cnn):
     edge, converted, x = ds_cnn
     report = delegation_report(edge).methods["forward"]
     assert len(report.partitions) == 1 and cpu_compute_ops(edge) == []
@@ -106,4 +106,4 @@ def test_ds_cnn_lowers_fully_and_matches_within_1_lsb(ds_cnn):
     assert "TRANSPOSE" not in ops
     outputs, calls = run_edge_program(edge, list(x))
     assert calls == 1
-    compare(outputs, [converted(*x)], output_scales(converted), "DS-CNN (4x12 logits)")
+    compare(outputs, [converted(*x)], output_scales(converted), "DS-CNN (4x12 logits)", max_lsb=CHAIN_LSB)

@@ -18,5 +18,5 @@ def test_small_vit_falls_back_to_the_cpu_with_reasons(load_example, capsys, tmp_
     assert re.search(r"\d+ x aten\.native_layer_norm\.default: no ESP-NN lowering", text)
     assert re.search(r"\d+ x aten\.bmm\.default: no ESP-NN lowering", text)
     assert "aten.linear.default                                  9" in text
-    assert host_lsb(text) <= 2
+    assert host_lsb(text) <= 3  # float CPU islands between delegates: 1-2 measured, depending on the host
     assert out.read_bytes().count(b"EspNNBackend") >= 1

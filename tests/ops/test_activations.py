@@ -142,8 +142,11 @@ def logistic_lut_f32(zp, scale):
     """
     q = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int32)
     x = (q - zp).astype(np.float32) * np.float32(scale)
+    # expf as glibc computes it (correctly rounded), the same on every host: numpy's float32 exp
+    # is a SIMD approximation on AVX2/AVX-512 hosts (up to 2 ulp off) and libm's elsewhere.
     with np.errstate(over="ignore"):  # expf overflows to inf for very negative inputs: 256/inf = 0
-        v = np.float32(256.0) / (np.float32(1.0) + np.exp(-x))
+        e = np.exp(-x.astype(np.float64)).astype(np.float32)
+        v = np.float32(256.0) / (np.float32(1.0) + e)
     r = np.floor(v.astype(np.float64) + 0.5)  # roundf for v >= 0: half away from zero
     return np.clip(r - 128, -128, 127).astype(np.int8)
 
