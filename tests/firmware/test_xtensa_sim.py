@@ -1,6 +1,6 @@
 """The firmware's portable C++ on a real (emulated) Xtensa core.
 
-xtensa-sim (../shared/tools/xtensa-sim) cross-compiles with Debian's
+xtensa-sim (tools/xtensa-sim) cross-compiles with Debian's
 gcc-xtensa-lx106 + picolibc and runs under qemu-system-xtensa (-M sim -cpu
 lx106). Built here: the whole runtime (parser, interpreter, every op), the
 ESP-NN stand-in (or the real ESP-NN ANSI sources from $ESPNN_DIR), the bundle

@@ -1,5 +1,5 @@
 """Cross-building the firmware's portable C++ for Xtensa lx106 with
-xtensa-sim (../shared/tools/xtensa-sim); used by the `xtensa` fixture."""
+xtensa-sim (tools/xtensa-sim); used by the `xtensa` fixture."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ HOST_PAL = {"platform_host.cpp"}
 
 def sim_path() -> Path:
     env = os.environ.get("XTENSA_SIM")
-    return Path(env) if env else REPO.parent / "shared/tools/xtensa-sim/xtensa-sim"
+    return Path(env) if env else REPO / "tools/xtensa-sim/xtensa-sim"
 
 
 def problem() -> str | None:

@@ -1,13 +1,13 @@
 """Bit-exactness of the host ESP-NN kernels against ESP-NN 1.2.3 golden vectors.
 
-The vectors (shared/data/espnn-vectors/*.npz, 817 cases) hold outputs of the real
+The vectors (tests/data/espnn-vectors/*.npz, 817 cases) hold outputs of the real
 ESP-NN 1.2.3 ANSI kernels.  Every case is replayed through the kernels the
 extension was built with (`executorch_espnn._native.kernels`: the project's
 stand-in, or the real ESP-NN sources when the build was given them) and must
 match exactly.  One test per vector file; a failure lists every failing case.
 
-The vectors live outside the repository: `<clone>/../shared/data/espnn-vectors`
-(CI lays `shared/` beside the clone), or wherever ESPNN_VECTORS_DIR points.
+The vectors ship with the repository (tests/data/espnn-vectors, README there);
+ESPNN_VECTORS_DIR points the tests at another set.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _vectors_dir() -> Path:
     override = os.environ.get("ESPNN_VECTORS_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "espnn-vectors"
+    return Path(__file__).resolve().parents[1] / "data" / "espnn-vectors"
 
 
 @pytest.fixture(scope="module")
@@ -223,10 +223,8 @@ def _describe_mismatch(name: str, got: np.ndarray, want: np.ndarray) -> str:
 def test_golden_vectors(kernels, filename):
     vectors = _vectors_dir()
     if not vectors.is_dir():
-        pytest.skip(
-            f"ESP-NN golden vectors not found at {vectors} "
-            "(expected shared/data/espnn-vectors beside the repository clone; set ESPNN_VECTORS_DIR)"
-        )
+        pytest.fail(f"ESP-NN golden vectors not found at {vectors} (they ship in tests/data/espnn-vectors; "
+                    "check ESPNN_VECTORS_DIR)")
     path = vectors / filename
     assert path.is_file(), f"{path} is missing from the vectors directory"
 

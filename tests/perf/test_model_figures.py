@@ -3,7 +3,7 @@
 payloads by executorch_espnn.analysis:
 
 * DS-CNN (MLPerf Tiny KWS): activation arena <= 16,000 bytes, TFLite Micro's
-  activation arena for that model (../shared/reference/anchors.md). Measured:
+  activation arena for that model (measured with the tflite-micro wheel's print_allocations(); docs/performance.md). Measured:
   16,000 bytes, equal to the lower bound for its op order (two 25x5x64 int8
   maps live together).
 * MobileNetV2-1.0-224: arena within 5 % of the lower bound, and >= 90 % of

@@ -8,7 +8,8 @@
  * function names, argument lists and structure layouts are those of ESP-NN
  * 1.2.3 so that the same calling code compiles against either; the
  * arithmetic is written from the documented semantics
- * (shared/reference/espnn-kernels.md) and is checked bit for bit against
+ * (ESP-NN 1.2.3 sources and docs, github.com/espressif/esp-nn; TFLite's
+ * reference integer kernels) and is checked bit for bit against
  * golden vectors produced by the real ESP-NN 1.2.3 ANSI kernels.
  *
  * As in ESP-NN's ANSI build, the generic names (esp_nn_conv_s8, ...) are

@@ -6,7 +6,7 @@
  * with the same type names and the same member order, so that code written
  * against ESP-NN compiles (and is ABI compatible) with either the real
  * library or the project's stand-in.  Semantics are described in
- * shared/reference/espnn-kernels.md, section 1.2.
+ * ESP-NN 1.2.3's esp_nn_defs.h (github.com/espressif/esp-nn).
  */
 #ifndef EXECUTORCH_ESPNN_STANDIN_ESP_NN_DEFS_H
 #define EXECUTORCH_ESPNN_STANDIN_ESP_NN_DEFS_H

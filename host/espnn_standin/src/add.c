@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- element-wise add.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 2.2).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * TFLite's int8 Add: both inputs (offset added) are pre-shifted left by
  * `left_shift` (TFLite-Micro passes 20), rescaled to a common scale with

@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- 2-D convolution.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 3).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * NHWC input (one image), OHWI filter [out_ch][k_h][k_w][filter_ch] where
  * filter_ch = filter_dims->channels is the per-group input channel count

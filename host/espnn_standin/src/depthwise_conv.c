@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- depthwise convolution.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.3, 1.4).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * NHWC input, filter [k_h][k_w][in_ch * ch_mult]; output channel
  * o = c * ch_mult + m reads input channel c.  The number of output channels

@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- fully connected.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * One input row per call.  filter is [out_channels][row_len], row-major.
  * acc = sum((w + filter_offset) * (x + input_offset)) + bias[o], requantized

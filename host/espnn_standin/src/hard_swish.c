@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- int8 hard-swish.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 2.2)
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas
  * and TFLite's documented int8 HardSwish algorithm (int16 fixed point):
  *
  *   v    = x - input_zp;  hi = v * 2^7                  (int16)

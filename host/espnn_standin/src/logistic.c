@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- int8 logistic.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 4).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * ESP-NN's logistic is a 256-entry lookup table built in float32 (not
  * TFLite's integer logistic):

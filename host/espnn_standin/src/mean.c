@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- spatial mean.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 8).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * [H][W][C] -> [C]:  y = MBQM(sum(x) - H*W*input_zp, mult, shift) + output_zp,
  * clamped to int8.  Zero points are passed as they are (not negated), and

@@ -1,7 +1,7 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- element-wise multiply
  * and the per-channel broadcast multiply.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * y = MBQM((x1 + o1) * (x2 + o2), mult, shift) + out_offset, clamped.
  * The shift is a signed exponent (positive = left) and both functions use

@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- average and max pooling.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 2.2).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * NHWC, one image; input and output share scale and zero point, so there is
  * no requantization.  The pad is top/left only and each window is clipped

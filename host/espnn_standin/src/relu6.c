@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- relu6.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 9).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * In place, clamps the RAW int8 values to [0, 6]; this is not a quantized
  * ReLU6.  The element count is a uint16_t, as in ESP-NN.

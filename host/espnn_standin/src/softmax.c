@@ -1,6 +1,6 @@
 /*
  * executorch-espnn: host stand-in for ESP-NN 1.2.3 -- int8 softmax.
- * Not ESP-NN code; written from shared/reference/espnn-kernels.md (1.4, 2.2).
+ * Not ESP-NN code; written from ESP-NN 1.2.3's documented API and TFLite's reference integer formulas.
  *
  * TFLite's int8 -> int8 softmax in gemmlowp fixed point, one row of `width`
  * values at a time:

@@ -3,7 +3,7 @@
  *
  * Not part of ESP-NN; not a public header.  These helpers implement the
  * TFLite/gemmlowp integer primitives that ESP-NN's ANSI kernels are defined
- * by (shared/reference/espnn-kernels.md, section 2.1).
+ * by (TFLite/gemmlowp fixed-point rules, as documented with ESP-NN 1.2.3).
  *
  * Overflow policy.  ESP-NN's C code is compiled with plain int32 arithmetic
  * and, where a value leaves the int32 range, relies on two's-complement

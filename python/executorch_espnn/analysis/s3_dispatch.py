@@ -4,7 +4,7 @@ ONE table: ``RULES`` maps an opcode to its classifier; each classifier's
 docstring quotes the dispatch rule it implements. Sources:
 
 * ESP-NN 1.2.3's S3 dispatch conditions, as summarized in
-  shared/reference/espnn-kernels.md §5.1 (per kernel) and §5.3 (defects);
+  ESP-NN 1.2.3's ESP32-S3 sources (github.com/espressif/esp-nn, src/*/*_esp32s3.S and their C wrappers) and docs/performance.md;
 * this runtime's own routing around those defects and limits
   (components/espnn_runtime/src/ops/*.cpp: conv.cpp sends grouped, dilated,
   padding-defect and misaligned images to ANSI; depthwise_conv.cpp the
