@@ -363,12 +363,11 @@ Status FlatbufferSize(const uint8_t* p, size_t size, uint32_t* out) {
 }
 
 Status Invalid(const char* fmt, ...) {
-  char msg[Status::kMessageCapacity];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  Status s = Status::ErrorV(StatusCode::kInvalidBlob, fmt, ap);
   va_end(ap);
-  return Status::Error(StatusCode::kInvalidBlob, "%s", msg);
+  return s;
 }
 
 }  // namespace

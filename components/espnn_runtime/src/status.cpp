@@ -7,12 +7,17 @@
 namespace espnn {
 
 Status Status::Error(StatusCode code, const char* fmt, ...) {
-  Status s;
-  s.code_ = code;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(s.message_, kMessageCapacity, fmt, ap);
+  Status s = ErrorV(code, fmt, ap);
   va_end(ap);
+  return s;
+}
+
+Status Status::ErrorV(StatusCode code, const char* fmt, va_list ap) {
+  Status s;
+  s.code_ = code;
+  vsnprintf(s.message_, kMessageCapacity, fmt, ap);
   return s;
 }
 

@@ -3,6 +3,7 @@
 // the message lives in a fixed buffer inside the Status.
 #pragma once
 
+#include <stdarg.h>
 #include <stddef.h>
 
 namespace espnn {
@@ -24,6 +25,9 @@ class Status {
   // printf-style message; truncated to kMessageCapacity - 1 characters.
   static Status Error(StatusCode code, const char* fmt, ...)
       __attribute__((format(printf, 2, 3)));
+  // The same from a va_list, for printf-style helpers that fix the code.
+  static Status ErrorV(StatusCode code, const char* fmt, va_list ap)
+      __attribute__((format(printf, 2, 0)));
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -10,12 +10,11 @@ namespace ops {
 using namespace xts3;
 
 Status Fail(const char* fmt, ...) {
-  char buf[Status::kMessageCapacity];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  Status s = Status::ErrorV(StatusCode::kInvalidBlob, fmt, ap);
   va_end(ap);
-  return Status::Error(StatusCode::kInvalidBlob, "%s", buf);
+  return s;
 }
 
 TensorInfo InputTensor(const Model& m, const OpInfo& op, uint32_t slot) {
