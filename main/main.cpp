@@ -8,10 +8,13 @@
 // Thin ESP-IDF glue: all logic lives in components/espnn_runtime/src/
 // (bundle*.cpp, pte_suite.cpp, platform_common.cpp) and main/pte_runner.cpp,
 // which tests/firmware builds and runs on the host (and, except the
-// ExecuTorch-dependent pte_runner.cpp, on an emulated Xtensa core). THIS
-// FILE HAS NOT BEEN BUILT: no ESP-IDF toolchain or board was available
-// (docs/firmware.md).
+// ExecuTorch-dependent pte_runner.cpp, on an emulated Xtensa core).
+//
+// On ESP-IDF's `linux` target the app is a Linux process: after the report
+// it exits with status 0 if every case passed, 1 otherwise (on a chip,
+// app_main returns and the console stays open).
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "esp_partition.h"
 #include "espnn/bundle.h"
@@ -46,18 +49,26 @@ void BundleError(const char* msg) {
   printf("ESPNN_SUITE_ERROR v=1 msg=%s\nESPNN_END v=1 mode=pte cases=0 passed=0 failed=1\n", msg);
   fflush(stdout);
 }
-// Bytes of the test file from its header; 0 if it is not the mode's format.
-uint32_t PeekSize(const uint8_t* header, size_t n) { return espnn::pte::PeekSuiteSize(header, n); }
 #else
 void BundleError(const char* msg) {
   printf("ESPNN_BUNDLE_ERROR v=1 msg=%s\nESPNN_END v=1 cases=0 passed=0 failed=1\n", msg);
   fflush(stdout);
 }
-uint32_t PeekSize(const uint8_t* header, size_t n) { return espnn::bundle::PeekBundleSize(header, n); }
 #endif
+
+#if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION
+// Bytes of the test file from its header; 0 if it is not the mode's format.
+uint32_t PeekSize(const uint8_t* header, size_t n) {
+#if CONFIG_ESPNN_RUNNER_MODE_PTE
+  return espnn::pte::PeekSuiteSize(header, n);
+#else
+  return espnn::bundle::PeekBundleSize(header, n);
+#endif
+}
 constexpr size_t kPeekBytes = espnn::pte::kHeaderSize > espnn::bundle::kHeaderSize
                                   ? espnn::pte::kHeaderSize
                                   : espnn::bundle::kHeaderSize;
+#endif
 
 // Lets IDLE (task watchdog) and lower-priority tasks run during long suites.
 void YieldOneTick() { vTaskDelay(1); }
@@ -112,12 +123,10 @@ bool LocateBundle(BundleView* v) {
 #endif
 }
 
-}  // namespace
-
-extern "C" void app_main(void) {
-  espnn_pal_init();
+// Runs the bundle / suite; the number of failed cases (1 if nothing ran).
+uint32_t RunAll() {
   BundleView bundle;
-  if (!LocateBundle(&bundle)) return;
+  if (!LocateBundle(&bundle)) return 1;
 
   PalPlatformConfig config;
   config.idle_yield_us = 500000;
@@ -136,7 +145,8 @@ extern "C" void app_main(void) {
   options.method_pool_bytes = (size_t)CONFIG_ESPNN_RUNNER_METHOD_POOL_KB * 1024u;
   options.temp_pool_bytes = (size_t)CONFIG_ESPNN_RUNNER_TEMP_POOL_KB * 1024u;
   espnn::bundle::PalRunnerPlatform platform(config);
-  espnn::pte::RunSuite(bundle.data, bundle.size, platform, options);
+  const espnn::bundle::RunSummary summary =
+      espnn::pte::RunSuite(bundle.data, bundle.size, platform, options);
 #else
 #if CONFIG_ESPNN_MEMORY_PSRAM_FIRST
   config.activations = ESPNN_MEM_PSRAM_FIRST;
@@ -160,7 +170,7 @@ extern "C" void app_main(void) {
 #endif
   if (pool == nullptr) {
     BundleError("cannot reserve the arena pool (lower ESPNN_RUNNER_POOL_KB)");
-    return;
+    return 1;
   }
   config.pool = pool;
   config.pool_bytes = pool_bytes;
@@ -175,11 +185,26 @@ extern "C" void app_main(void) {
 #endif
 
   espnn::bundle::PalRunnerPlatform platform(config);
-  espnn::bundle::RunBundle(bundle.data, bundle.size, platform, options);
+  const espnn::bundle::RunSummary summary =
+      espnn::bundle::RunBundle(bundle.data, bundle.size, platform, options);
   espnn_pal_free(pool);
 #endif
 
 #if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION
   if (bundle.mapped) esp_partition_munmap(bundle.handle);
+#endif
+  return summary.failed;
+}
+
+}  // namespace
+
+extern "C" void app_main(void) {
+  espnn_pal_init();
+  const uint32_t failed = RunAll();
+#if CONFIG_IDF_TARGET_LINUX
+  fflush(stdout);
+  exit(failed == 0 ? 0 : 1);
+#else
+  (void)failed;
 #endif
 }

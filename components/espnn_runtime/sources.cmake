@@ -1,7 +1,14 @@
 # Source list of the runtime, shared by the ESP-IDF component build and the
 # host build (host/CMakeLists.txt) so both compile exactly the same files.
 set(ESPNN_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR})
-file(GLOB ESPNN_RUNTIME_OP_SOURCES CONFIGURE_DEPENDS ${ESPNN_RUNTIME_DIR}/src/ops/*.cpp)
+# CONFIGURE_DEPENDS (re-glob when an op file is added) is refused in CMake's
+# script mode, and ESP-IDF's requirement expansion includes every component's
+# CMakeLists.txt with `cmake -P` (tools/cmake/scripts/component_get_requirements.cmake).
+if(CMAKE_SCRIPT_MODE_FILE)
+  file(GLOB ESPNN_RUNTIME_OP_SOURCES ${ESPNN_RUNTIME_DIR}/src/ops/*.cpp)
+else()
+  file(GLOB ESPNN_RUNTIME_OP_SOURCES CONFIGURE_DEPENDS ${ESPNN_RUNTIME_DIR}/src/ops/*.cpp)
+endif()
 set(ESPNN_RUNTIME_SOURCES
     ${ESPNN_RUNTIME_DIR}/src/status.cpp
     ${ESPNN_RUNTIME_DIR}/src/parser.cpp

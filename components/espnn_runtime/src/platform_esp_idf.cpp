@@ -3,22 +3,30 @@
 //
 // Thin glue by design: every decision that does not need the hardware
 // (wrap-around, fallback order, log filtering) lives in platform_common.cpp,
-// which is tested on the host and on an emulated Xtensa core. This file is
-// compiled only by ESP-IDF and HAS NOT BEEN BUILT YET: no ESP-IDF toolchain
-// was available when it was written (see docs/firmware.md).
+// which is tested on the host and on an emulated Xtensa core.
+//
+// ESP-IDF's `linux` target (the app as a Linux process, docs/firmware.md)
+// has heap_caps (on malloc) and esp_log, but no esp_cpu.h, no clock tree, no
+// CPU clock setting, and esp_timer only as headers (ESP-IDF 5.5): there the
+// clock is CLOCK_MONOTONIC and the cycle counter is absent (the capability
+// bit says so; the runner then reports time only).
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "esp_cpu.h"
 #include "esp_heap_caps.h"
 #include "esp_log.h"
-#include "esp_timer.h"
 #include "sdkconfig.h"
 
+#if CONFIG_IDF_TARGET_LINUX
+#include <time.h>
+#else
+#include "esp_cpu.h"
+#include "esp_timer.h"
 #if defined(__has_include)
 #if __has_include("esp_clk_tree.h")
 #include "esp_clk_tree.h"
 #define ESPNN_HAVE_CLK_TREE 1
+#endif
 #endif
 #endif
 
@@ -48,12 +56,28 @@ extern "C" {
 void espnn_pal_init(void) {}
 
 uint32_t espnn_pal_caps(void) {
+#if CONFIG_IDF_TARGET_LINUX
+  // heap_caps on linux is malloc: no meaningful low-water mark.
+  return ESPNN_PAL_CAP_TIME;
+#else
   return ESPNN_PAL_CAP_CYCLES | ESPNN_PAL_CAP_TIME | ESPNN_PAL_CAP_HEAP_STATS |
          (HavePsram() ? ESPNN_PAL_CAP_PSRAM : 0u);
+#endif
 }
 
 const char* espnn_pal_name(void) { return CONFIG_IDF_TARGET; }
 
+#if CONFIG_IDF_TARGET_LINUX
+uint64_t espnn_pal_time_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint32_t espnn_pal_cycle_count(void) { return 0; }
+
+uint32_t espnn_pal_cpu_hz(void) { return 0; }
+#else
 uint64_t espnn_pal_time_us(void) { return (uint64_t)esp_timer_get_time(); }
 
 uint32_t espnn_pal_cycle_count(void) { return (uint32_t)esp_cpu_get_cycle_count(); }
@@ -68,6 +92,7 @@ uint32_t espnn_pal_cpu_hz(void) {
 #endif
   return (uint32_t)CONFIG_ESP_DEFAULT_CPU_FREQ_MHZ * 1000000u;
 }
+#endif
 
 void* espnn_pal_malloc(size_t bytes, espnn_mem_pref_t pref) {
   espnn::pal::HeapKind order[2];
