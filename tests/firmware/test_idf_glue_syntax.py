@@ -1,15 +1,16 @@
-"""The thin ESP-IDF glue (main/main.cpp, src/platform_esp_idf.cpp) can only
-be built by ESP-IDF, which is not available here. This compiles it with
--fsyntax-only against stand-in declarations of the few ESP-IDF APIs it calls
-(tests/firmware/idf_stubs, written from ESP-IDF v5's documented signatures),
-in every Kconfig variant the code branches on, so a C++ mistake in a branch
-is caught. It is not an ESP-IDF build: a wrong assumption about ESP-IDF
-itself would pass here."""
+"""The thin ESP-IDF glue (main/main.cpp, src/platform_esp_idf.cpp) is built
+by ESP-IDF only (tests/idf does that where ESP-IDF is installed). This
+compiles it everywhere with -fsyntax-only against stand-in declarations of
+the few ESP-IDF APIs it calls (tests/firmware/idf_stubs, written from ESP-IDF
+v5's documented signatures), in every Kconfig variant the code branches on,
+so a C++ mistake in a branch is caught. It is not an ESP-IDF build: a wrong
+assumption about ESP-IDF itself would pass here."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -33,21 +34,44 @@ MAIN_VARIANTS = {
     "pte-partition": {"ESPNN_RUNNER_MODE_PTE": "1", "ESPNN_EXECUTORCH_BACKEND": "1",
                       "ESPNN_RUNNER_BUNDLE_PARTITION": "1", "ESPNN_MEMORY_RUNTIME_ALLOCATOR": "1",
                       "ESPNN_RUNNER_METHOD_POOL_KB": "192", "ESPNN_RUNNER_TEMP_POOL_KB": "16"},
+    # ESP-IDF's linux target: the app as a Linux process (tests/idf builds it).
+    "bundle-embedded-linux": {"IDF_TARGET_LINUX": "1", "IDF_TARGET": '"linux"',
+                              "ESPNN_RUNNER_MODE_BUNDLE": "1", "ESPNN_RUNNER_BUNDLE_EMBEDDED": "1",
+                              "ESPNN_MEMORY_RUNTIME_ALLOCATOR": "1", "ESPNN_WEIGHTS_IN_PLACE": "1",
+                              "ESPNN_RUNNER_POOL_KB": "128"},
     "pte-embedded-psram": {"ESPNN_RUNNER_MODE_PTE": "1", "ESPNN_EXECUTORCH_BACKEND": "1",
                            "ESPNN_RUNNER_BUNDLE_EMBEDDED": "1", "SPIRAM": "1",
                            "ESPNN_MEMORY_RUNTIME_ALLOCATOR": "1", "ESPNN_RUNNER_METHOD_POOL_KB": "192",
                            "ESPNN_RUNNER_TEMP_POOL_KB": "16", "ESPNN_RUNNER_PTE_POOLS_PSRAM": "1"},
 }
-PAL_VARIANTS = {"no-psram": {}, "psram": {"SPIRAM": "1"}, "log-debug": {"ESPNN_LOG_LEVEL": "4"}}
+PAL_VARIANTS = {"no-psram": {}, "psram": {"SPIRAM": "1"}, "log-debug": {"ESPNN_LOG_LEVEL": "4"},
+                "linux": {"IDF_TARGET_LINUX": "1", "IDF_TARGET": '"linux"'}}
+# What ESP-IDF 5.5's linux target lacks: esp_cpu.h (RISC-V/Xtensa only), the
+# clock tree, and esp_timer's implementation (its header exists, nothing
+# links). The linux variants compile without those stand-ins, so glue that
+# reaches for them on linux fails here as it failed in a real linux build.
+NOT_ON_LINUX = {"esp_cpu.h", "esp_clk_tree.h", "esp_timer.h"}
+
+
+def stubs_for(tmp_path, config: dict[str, str]) -> Path:
+    if "IDF_TARGET_LINUX" not in config:
+        return STUBS
+    linux = tmp_path / "linux_stubs"
+    shutil.copytree(STUBS, linux, ignore=lambda _dir, names: [n for n in names if n in NOT_ON_LINUX])
+    return linux
 
 
 def syntax_check(tmp_path, source, config: dict[str, str], includes) -> subprocess.CompletedProcess:
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         pytest.skip("no C++ compiler")
-    (tmp_path / "sdkconfig.h").write_text("".join(f"#define CONFIG_{k} {v}\n" for k, v in {**BASE, **config}.items()))
+    config = {**BASE, **config}
+    if "IDF_TARGET_LINUX" in config:
+        config.pop("ESP_DEFAULT_CPU_FREQ_MHZ")  # no CPU clock setting on linux
+    (tmp_path / "sdkconfig.h").write_text("".join(f"#define CONFIG_{k} {v}\n" for k, v in config.items()))
     args = [cxx, "-std=gnu++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-fno-exceptions", "-fno-rtti",
-            "-DESP_PLATFORM=1", f"-I{tmp_path}", f"-I{STUBS}", *(f"-I{i}" for i in includes), str(source)]
+            "-DESP_PLATFORM=1", f"-I{tmp_path}", f"-I{stubs_for(tmp_path, config)}",
+            *(f"-I{i}" for i in includes), str(source)]
     return subprocess.run(args, capture_output=True, text=True)
 
 
@@ -71,3 +95,12 @@ def test_the_check_can_fail(tmp_path):
     bad.write_text((REPO / "main/main.cpp").read_text().replace("espnn::pte::RunSuite(", "espnn::pte::RunSuiteX("))
     r = syntax_check(tmp_path, bad, MAIN_VARIANTS["pte-partition"], [COMPONENT / "include", REPO / "main"])
     assert r.returncode != 0 and "RunSuiteX" in r.stderr
+
+
+def test_linux_variant_has_no_chip_headers(tmp_path):
+    """The linux stand-ins really lack the chip's headers: the esp32s3 PAL
+    (esp_cpu.h, esp_clk_tree.h) does not compile against them."""
+    bad = tmp_path / "bad.cpp"
+    bad.write_text((COMPONENT / "src/platform_esp_idf.cpp").read_text().replace("#if CONFIG_IDF_TARGET_LINUX", "#if 0"))
+    r = syntax_check(tmp_path, bad, PAL_VARIANTS["linux"], [COMPONENT / "include", COMPONENT / "src"])
+    assert r.returncode != 0 and "esp_cpu.h" in r.stderr
