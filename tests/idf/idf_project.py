@@ -1,0 +1,124 @@
+"""Builds this repository's ESP-IDF project (the runner app in main/ with the
+espnn_runtime component) with a real ESP-IDF, in a copy of the project under
+a temporary directory so the checkout stays clean (idf.py writes sdkconfig
+and dependencies.lock next to the project).
+
+What it needs, from the environment (docs/firmware.md, "Building with
+ESP-IDF"):
+  IDF_PATH, and idf.py on PATH   `. $IDF_PATH/export.sh` sets both up
+  ESPNN_DIR (optional)           an ESP-NN checkout used instead of the
+                                 registry's espressif/esp-nn (the component
+                                 manager then needs no network)
+Cross targets also need their toolchain on PATH (xtensa-esp32s3-elf-gcc...).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_FILES = ["CMakeLists.txt", "partitions.csv", "main", "components"]
+TOOLCHAIN_PREFIX = {"esp32": "xtensa-esp32-elf-", "esp32s3": "xtensa-esp32s3-elf-",
+                    "esp32s2": "xtensa-esp32s2-elf-"}
+
+
+def problem(target: str = "linux") -> str | None:
+    """Why an ESP-IDF build for `target` cannot run here, or None."""
+    idf_path = os.environ.get("IDF_PATH")
+    if not idf_path:
+        return "ESP-IDF is not set up: IDF_PATH is not set (. $IDF_PATH/export.sh)"
+    if not (Path(idf_path) / "tools/idf.py").is_file():
+        return f"IDF_PATH={idf_path} is not an ESP-IDF checkout (no tools/idf.py)"
+    if not idf_py():
+        return "idf.py is not on PATH (. $IDF_PATH/export.sh)"
+    espnn = os.environ.get("ESPNN_DIR")
+    if espnn and not (Path(espnn) / "idf_component.yml").is_file():
+        return f"ESPNN_DIR={espnn} is not an ESP-NN checkout (no idf_component.yml)"
+    prefix = TOOLCHAIN_PREFIX.get(target)
+    if prefix and shutil.which(prefix + "gcc") is None:
+        return f"no {target} toolchain: {prefix}gcc is not on PATH (docs/firmware.md)"
+    return None
+
+
+def idf_py() -> list[str]:
+    """The idf.py command line: with ESP-IDF's own Python environment
+    (IDF_PYTHON_ENV_PATH, set by export.sh) when the tests run from another
+    virtual environment, which lacks ESP-IDF's Python packages."""
+    env = os.environ.get("IDF_PYTHON_ENV_PATH")
+    python = Path(env) / "bin/python" if env else None
+    if python is not None and python.is_file():
+        return [str(python), str(Path(os.environ["IDF_PATH"]) / "tools/idf.py")]
+    found = shutil.which("idf.py")
+    return [found] if found else []
+
+
+@dataclass
+class Build:
+    target: str
+    project: Path
+    build: Path
+    log: str
+
+    @property
+    def elf(self) -> Path:
+        return self.build / "espnn_runner.elf"
+
+    def sdkconfig(self) -> dict:
+        import json
+
+        return json.loads((self.build / "config/sdkconfig.json").read_text())
+
+
+def build(workdir: Path, target: str, defaults: list[str] = (), defines: dict[str, str] | None = None,
+          timeout: float = 3600) -> Build:
+    """`idf.py set-target <target> build` of a copy of the project in
+    `workdir`; extra sdkconfig defaults lines and -D cache variables on top of
+    the project's own. Raises AssertionError with the log tail on failure."""
+    project = workdir / "project"
+    if project.exists():
+        shutil.rmtree(project)
+    project.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, project / name, ignore=shutil.ignore_patterns("build", "build-*", "managed_components",
+                                                                              "dependencies.lock", "__pycache__"))
+        else:
+            shutil.copy2(src, project / name)
+    for f in REPO.glob("sdkconfig.defaults*"):
+        shutil.copy2(f, project / f.name)
+    sdk_defaults = [str(project / "sdkconfig.defaults")]
+    if defaults:
+        extra = workdir / "test.defaults"
+        extra.write_text("".join(line + "\n" for line in defaults))
+        sdk_defaults.append(str(extra))
+    args = [*idf_py(), "-C", str(project), "-B", str(project / "build")]
+    if target == "linux":
+        args.append("--preview")
+    defines = dict(defines or {})
+    defines["SDKCONFIG_DEFAULTS"] = ";".join(sdk_defaults)
+    espnn = os.environ.get("ESPNN_DIR")
+    if espnn:
+        extra_dir = workdir / "extra_components"
+        extra_dir.mkdir(exist_ok=True)
+        link = extra_dir / "esp-nn"
+        if not link.exists():
+            link.symlink_to(Path(espnn).resolve())
+        defines["EXTRA_COMPONENT_DIRS"] = str(extra_dir)
+    args += [f"-D{k}={v}" for k, v in defines.items()]
+    args += ["set-target", target, "build"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, f"{' '.join(args)} failed:\n{log[-6000:]}"
+    return Build(target, project, project / "build", log)
+
+
+def warnings_in_our_sources(log: str) -> list[str]:
+    """Compiler warnings that point into this repository's sources (ESP-IDF's
+    and ESP-NN's own are not ours to fix)."""
+    ours = ("components/espnn_runtime/", "main/")
+    return [line for line in log.splitlines() if "warning:" in line and any(o in line for o in ours)]

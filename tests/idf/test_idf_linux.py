@@ -1,0 +1,75 @@
+"""ESP-IDF's `linux` target: the runner app built by idf.py as a Linux
+process (FreeRTOS's POSIX port, ESP-NN's ANSI kernels from the real
+espressif/esp-nn) runs a bundle of every XTS3 opcode, verifies every output
+against the host runtime's expected outputs (bit-exact) and exits 0."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from executorch_espnn import bundle as B
+
+from . import idf_project
+
+WHY = idf_project.problem("linux")
+pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+
+def corpus_cases():
+    import op_corpus
+    import xts3_mutations as xm
+
+    cases = [B.make_case(name, blob, seed=i, runs=3) for i, (name, blob) in enumerate(op_corpus.op_graphs())]
+    cases += [B.make_case(v.name, v.blob, v.feeds, runs=3) for v in xm.valid_blobs()]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def linux_runner(tmp_path_factory):
+    work = tmp_path_factory.mktemp("idf_linux")
+    cases = corpus_cases()
+    bundle = work / "bundle.bin"
+    bundle.write_bytes(B.write_bundle(cases))
+    build = idf_project.build(work, "linux", defaults=["CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED=y"],
+                              defines={"ESPNN_BUNDLE": str(bundle)})
+    return build, cases
+
+
+def test_linux_build_has_no_warnings_in_our_sources(linux_runner):
+    build, _ = linux_runner
+    assert idf_project.warnings_in_our_sources(build.log) == []
+    sdk = build.sdkconfig()
+    assert sdk["IDF_TARGET"] == "linux" and sdk["ESPNN_RUNNER_BUNDLE_EMBEDDED"]
+
+
+def test_linux_app_runs_the_op_corpus_bit_exact(linux_runner):
+    build, cases = linux_runner
+    r = subprocess.run([str(build.elf)], capture_output=True, text=True, timeout=600)
+    run = B.check_run(r.stdout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert run.mode == "bundle" and run.begin["platform"] == "linux"
+    assert list(run.results) == [c.name for c in cases]
+    assert run.ok, [(k, v.get("status"), v.get("msg")) for k, v in run.results.items() if v.get("status") != "pass"]
+    for rec in run.results.values():  # no cycle counter on linux: time only
+        assert rec["cycles_mean"] is None and isinstance(rec["us_mean"], float)
+
+
+def test_linux_app_exits_nonzero_on_a_mismatch(linux_runner, tmp_path):
+    """The exit status carries the verdict: one case with a wrong expected
+    output fails the process."""
+    import numpy as np
+
+    build, cases = linux_runner
+    wrong = B.BundleCase("wrong", cases[0].model, cases[0].inputs, [e.copy() for e in cases[0].expected])
+    wrong.expected[0].reshape(-1)[5] += np.float32(0.5)
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(B.write_bundle([wrong, *cases[1:]]))
+    rebuilt = idf_project.build(tmp_path, "linux", defaults=["CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED=y"],
+                                defines={"ESPNN_BUNDLE": str(bad)})
+    r = subprocess.run([str(rebuilt.elf)], capture_output=True, text=True, timeout=600)
+    run = B.check_run(r.stdout)
+    assert r.returncode == 1 and not run.ok
+    assert run.results["wrong"]["status"] == "mismatch"
+    assert all(run.results[c.name]["status"] == "pass" for c in cases[1:])
