@@ -104,3 +104,16 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
 
 def opcodes_used() -> set[str]:
     return {op["op"] for _, blob in op_graphs() for op in _native.parse(blob)["ops"]}
+
+
+def bundle_cases(runs: int = 0) -> list:
+    """The op corpus (every XTS3 opcode) and the parser tests' valid blobs as
+    bundle cases with the host runtime's expected outputs: what every runner
+    (host, lx106, ESP-IDF linux, a board) must reproduce bit-exactly."""
+    import xts3_mutations as xm
+
+    from executorch_espnn import bundle
+
+    cases = [bundle.make_case(name, blob, seed=i, runs=runs) for i, (name, blob) in enumerate(op_graphs())]
+    cases += [bundle.make_case(v.name, v.blob, v.feeds, runs=runs) for v in xm.valid_blobs()]
+    return cases

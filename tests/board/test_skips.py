@@ -44,3 +44,15 @@ def test_port_and_target_come_from_the_environment():
     else:
         out = _run(env_extra={"ESPNN_BOARD_PORT": "/dev/espnn-env-port"})
         assert "pytest-embedded is not installed" in out, out
+
+
+def test_the_board_bundle_can_be_written():
+    """The bundle the board test flashes is built without a board, so a
+    mistake in it (duplicate case names did this once) shows up here."""
+    from executorch_espnn import bundle as B
+
+    from .test_board import bundle_cases
+
+    cases = bundle_cases()
+    read = B.read_bundle(B.write_bundle(cases))
+    assert [c["name"] for c in read] == [c.name for c in cases] and len(cases) >= 3

@@ -62,12 +62,8 @@ def corpus_cases():
     """The op corpus (every XTS3 opcode) and the parser tests' valid blobs as
     bundle cases; expected outputs from the host build of the runtime."""
     import op_corpus
-    import xts3_mutations as xm
-    from executorch_espnn import bundle
 
-    cases = [bundle.make_case(name, blob, seed=i) for i, (name, blob) in enumerate(op_corpus.op_graphs())]
-    cases += [bundle.make_case(v.name, v.blob, v.feeds) for v in xm.valid_blobs()]
-    return cases
+    return op_corpus.bundle_cases()
 
 
 @pytest.fixture(scope="session")

@@ -17,19 +17,12 @@ WHY = idf_project.problem("linux")
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 
 
-def corpus_cases():
-    import op_corpus
-    import xts3_mutations as xm
-
-    cases = [B.make_case(name, blob, seed=i, runs=3) for i, (name, blob) in enumerate(op_corpus.op_graphs())]
-    cases += [B.make_case(v.name, v.blob, v.feeds, runs=3) for v in xm.valid_blobs()]
-    return cases
-
-
 @pytest.fixture(scope="module")
 def linux_runner(tmp_path_factory):
     work = tmp_path_factory.mktemp("idf_linux")
-    cases = corpus_cases()
+    import op_corpus
+
+    cases = op_corpus.bundle_cases(runs=3)
     bundle = work / "bundle.bin"
     bundle.write_bytes(B.write_bundle(cases))
     build = idf_project.build(work, "linux", defaults=["CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED=y"],
