@@ -44,6 +44,10 @@ using espnn::bundle::WeightPlacement;
 // Custom partition type of partitions.csv (0x40..0xFE are free for apps).
 constexpr esp_partition_type_t kBundlePartitionType = (esp_partition_type_t)0x40;
 
+// Used where something can go wrong before the runner core starts: finding
+// the partition, reserving the bundle-mode pool. (Not in .pte mode with an
+// embedded suite, where an unused function would be a warning.)
+#if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION || !CONFIG_ESPNN_RUNNER_MODE_PTE
 #if CONFIG_ESPNN_RUNNER_MODE_PTE
 void BundleError(const char* msg) {
   printf("ESPNN_SUITE_ERROR v=1 msg=%s\nESPNN_END v=1 mode=pte cases=0 passed=0 failed=1\n", msg);
@@ -54,6 +58,7 @@ void BundleError(const char* msg) {
   printf("ESPNN_BUNDLE_ERROR v=1 msg=%s\nESPNN_END v=1 cases=0 passed=0 failed=1\n", msg);
   fflush(stdout);
 }
+#endif
 #endif
 
 #if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION

@@ -28,12 +28,21 @@ set -euo pipefail
 EXECUTORCH_VERSION=1.5.1   # = the executorch wheel pinned by pyproject.toml
 root=$(cd "$(dirname "$0")/.." && pwd)
 target="" src="" pte="" suite="" ops="" out="" jobs=$(nproc 2>/dev/null || echo 2) force=0
+# Size of ExecuTorch's kernel registry (a static array). With a selective
+# build ExecuTorch sizes it for the selected portable kernels and its
+# primitive ops only, but the quantized ops library registers its own 19
+# kernels too: with the automatic size the app aborts at start-up ("The total
+# number of kernels to be registered is larger than the limit", measured on
+# ESP-IDF's linux target). 128 entries cost about 1.5 KiB of RAM on a 32-bit
+# chip.
+max_kernels=128
 
 die() { echo "build-executorch-esp: $*" >&2; exit 1; }
 usage() {
   sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
   echo "options: --target T --executorch-src DIR (--suite F | --pte F | --ops 'aten::x.out,...')"
-  echo "         [--out DIR] [--jobs N] [--force (accept a checkout of another version)]"
+  echo "         [--out DIR] [--jobs N] [--max-kernels N (kernel registry size, default 128)]"
+  echo "         [--force (accept a checkout of another version)]"
   exit "${1:-0}"
 }
 while [ $# -gt 0 ]; do
@@ -45,6 +54,7 @@ while [ $# -gt 0 ]; do
     --ops) ops=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --max-kernels) max_kernels=$2; shift 2 ;;
     --force) force=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "unknown argument: $1" >&2; usage 2 ;;
@@ -54,8 +64,13 @@ done
 [ -n "$target" ] || die "--target is required (esp32s3, esp32, ...)"
 [ -n "$src" ] && [ -f "$src/CMakePresets.json" ] || die "--executorch-src must be an ExecuTorch checkout (git clone --branch v$EXECUTORCH_VERSION --recurse-submodules https://github.com/pytorch/executorch)"
 [ -n "${IDF_PATH:-}" ] || die "IDF_PATH is not set: run . \$IDF_PATH/export.sh first"
-toolchain="$IDF_PATH/tools/cmake/toolchain-$target.cmake"
-[ -f "$toolchain" ] || die "no ESP-IDF toolchain file for target '$target' ($toolchain)"
+if [ "$target" = linux ]; then
+  # ESP-IDF's linux target builds with the host compiler: no toolchain file.
+  toolchain=""
+else
+  toolchain="$IDF_PATH/tools/cmake/toolchain-$target.cmake"
+  [ -f "$toolchain" ] || die "no ESP-IDF toolchain file for target '$target' ($toolchain)"
+fi
 grep -q '"esp-baremetal"' "$src/CMakePresets.json" || die "$src has no esp-baremetal preset (ExecuTorch >= 1.4 has it)"
 have=$(tr -d '[:space:]' < "$src/version.txt" 2>/dev/null || echo unknown)
 if [ "$have" != "$EXECUTORCH_VERSION" ] && [ "$force" != 1 ]; then
@@ -63,6 +78,8 @@ if [ "$have" != "$EXECUTORCH_VERSION" ] && [ "$force" != 1 ]; then
 fi
 
 src=$(cd "$src" && pwd)
+# ExecuTorch's own rule (its CMakeLists.txt refuses other names).
+[ "$(basename "$src")" = executorch ] || die "the ExecuTorch checkout must be a directory named exactly 'executorch' (ExecuTorch's CMake requires it); got $src"
 out=${out:-$root/build-executorch/$target}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -82,13 +99,17 @@ else
   die "give the operators to build: --suite, --pte or --ops"
 fi
 
-echo "== ExecuTorch $have for $target: preset esp-baremetal, $toolchain -> $out"
+echo "== ExecuTorch $have for $target: preset esp-baremetal, ${toolchain:-host compiler} -> $out"
 # The preset installs into its build directory (CMAKE_INSTALL_PREFIX =
 # CMAKE_BINARY_DIR), so OUT/lib/cmake/ExecuTorch is what the component finds.
+toolchain_arg=()
+[ -z "$toolchain" ] || toolchain_arg=(-DCMAKE_TOOLCHAIN_FILE="$toolchain")
 (cd "$src" && cmake --preset esp-baremetal -B "$out" \
-    -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
+    "${toolchain_arg[@]}" \
     -DCMAKE_BUILD_TYPE=Release \
     -DEXECUTORCH_BUILD_KERNELS_QUANTIZED=ON \
+    -DEXECUTORCH_BUILD_PTHREADPOOL=OFF -DEXECUTORCH_BUILD_CPUINFO=OFF \
+    -DMAX_KERNEL_NUM="$max_kernels" \
     "${select[@]}")
 cmake --build "$out" -j"$jobs"
 cmake --build "$out" --target install
