@@ -122,3 +122,17 @@ def warnings_in_our_sources(log: str) -> list[str]:
     and ESP-NN's own are not ours to fix)."""
     ours = ("components/espnn_runtime/", "main/")
     return [line for line in log.splitlines() if "warning:" in line and any(o in line for o in ours)]
+
+
+def executorch_build(target: str) -> tuple[Path | None, str]:
+    """ExecuTorch cross-built for `target` by scripts/build-executorch-esp.sh
+    (its default output layout: <ESPNN_EXECUTORCH_BUILDS>/<target>), or None
+    and why not."""
+    root = os.environ.get("ESPNN_EXECUTORCH_BUILDS")
+    if not root:
+        return None, ("ESPNN_EXECUTORCH_BUILDS is not set (a directory with <target>/ builds of "
+                      "scripts/build-executorch-esp.sh; docs/firmware.md)")
+    out = Path(root) / target
+    if not (out / "lib/cmake/ExecuTorch").is_dir():
+        return None, f"no ExecuTorch build for {target} at {out} (scripts/build-executorch-esp.sh --target {target})"
+    return out, ""

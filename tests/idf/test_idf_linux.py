@@ -66,3 +66,33 @@ def test_linux_app_exits_nonzero_on_a_mismatch(linux_runner, tmp_path):
     assert r.returncode == 1 and not run.ok
     assert run.results["wrong"]["status"] == "mismatch"
     assert all(run.results[c.name]["status"] == "pass" for c in cases[1:])
+
+
+def test_linux_app_runs_a_pte_suite_with_cpu_fallback(tmp_path):
+    """.pte mode: ExecuTorch's runtime (built from source by
+    scripts/build-executorch-esp.sh --target linux) loads a .pte lowered by
+    the executorch wheel, EspNNBackend runs the delegated conv, ExecuTorch's
+    portable kernel the sin after it; every case within the suite's tolerance.
+    The ExecuTorch build must have selected the suite's CPU operator
+    (aten::sin.out): build it with `--suite` of a suite written from
+    firmware.pte_models.conv_then_cpu_pte() (docs/firmware.md)."""
+    et, why = idf_project.executorch_build("linux")
+    if et is None:
+        pytest.skip(why)
+    from executorch_espnn import pte_suite as S
+    from firmware import pte_models
+
+    suite = S.make_suite(pte_models.conv_then_cpu_pte(), cases=3, runs=3, atol=1e-5)
+    path = tmp_path / "suite.xtsp"
+    path.write_bytes(S.write_suite(suite))
+    build = idf_project.build(tmp_path, "linux", defaults=["CONFIG_ESPNN_RUNNER_MODE_PTE=y",
+                                                           "CONFIG_ESPNN_EXECUTORCH_BACKEND=y",
+                                                           "CONFIG_ESPNN_PAL_EXECUTORCH=y",
+                                                           "CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED=y"],
+                              defines={"ESPNN_BUNDLE": str(path), "ESPNN_EXECUTORCH_DIR": str(et)})
+    assert idf_project.warnings_in_our_sources(build.log) == []
+    r = subprocess.run([str(build.elf)], capture_output=True, text=True, timeout=600)
+    run = B.check_run(r.stdout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert run.mode == "pte" and list(run.results) == [c.name for c in suite.cases]
+    assert run.ok
