@@ -87,3 +87,27 @@ def mobilenet_v2_96():
     from executorch_espnn.models import mobilenet_v2
 
     return mobilenet_v2(num_classes=10, resolution=96, width_mult=0.5)
+
+
+class GroupedKws(nn.Module):
+    """A keyword-spotting-style CNN (1x1x49x10 spectrogram) with one grouped
+    conv among ordinary ones: on the ESP32-S3 that layer runs ESP-NN's ANSI
+    conv, the report must say which layer and why."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 16, (10, 4), stride=(2, 2), padding=(5, 1))
+        self.g = nn.Conv2d(16, 32, 3, padding=1, groups=4)
+        self.c3 = nn.Conv2d(32, 32, 1)
+        self.fc = nn.Linear(32, 12)
+
+    def forward(self, x):
+        x = torch.relu(self.c1(x))
+        x = torch.relu(self.g(x))
+        x = torch.relu(self.c3(x))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def grouped_kws():
+    torch.manual_seed(0)
+    return GroupedKws().eval(), (torch.randn(1, 1, 49, 10),)

@@ -90,11 +90,42 @@ def method_lines(name: str, m: dict) -> list[str]:
                      _bytes(t["max_scratch_bytes"]), _bytes(t["macs"]), "", ""])
         lines += _table(rows)
         lines.append("  delegated ops: " + _ops_line(m["delegated_ops"]))
+        lines += off_simd_lines(parts)
     if cpu:
         lines.append(f"  ops on the CPU ({len(cpu)}):")
         lines += _table([["node", "op", "reason"]] + [[c["node"], c["op"], c["reason"] or "-"] for c in cpu], "    ")
     else:
         lines.append("  ops on the CPU: none")
+    return lines
+
+
+OFF_SIMD_LISTED = 10  # the text summary names this many ops; the HTML and JSON list all
+
+
+def off_simd_ops(parts: list[dict]) -> list[tuple[int, dict]]:
+    """(partition, op) pairs whose MACs (all or some) miss ESP-NN's ESP32-S3
+    SIMD routines, largest loss first: the layers that make a model slow on
+    the S3, with the routine they reach and why (analysis.s3_dispatch)."""
+    rows = [(p["index"], op) for p in parts if p["payload"] for op in p["payload"]["op_metrics"]
+            if op["macs"] and op["s3_simd_macs"] < op["macs"]]
+    return sorted(rows, key=lambda r: r[1]["s3_simd_macs"] - r[1]["macs"])
+
+
+def off_simd_lines(parts: list[dict]) -> list[str]:
+    rows = off_simd_ops(parts)
+    if not rows:
+        return []
+    total = sum(p["payload"]["macs"] for p in parts if p["payload"])
+    lost = sum(op["macs"] - op["s3_simd_macs"] for _, op in rows)
+    lines = [f"  off the ESP32-S3 SIMD path: {len(rows)} op(s), {100 * lost / total:.0f}% of MACs "
+             f"(ESP-NN routine and the rule that picks it):"]
+    table = [["part", "op#", "op", "MACs", "SIMD share", "routine", "why"]]
+    table += [[str(part), str(op["index"]), op["opcode"], _bytes(op["macs"]),
+               f"{100 * op['s3_simd_macs'] / op['macs']:.0f}%", op["kernel"], op["reason"]]
+              for part, op in rows[:OFF_SIMD_LISTED]]
+    lines += _table(table, "    ")
+    if len(rows) > OFF_SIMD_LISTED:
+        lines.append(f"    ... {len(rows) - OFF_SIMD_LISTED} more (the JSON and HTML reports list every op)")
     return lines
 
 

@@ -15,7 +15,7 @@ table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
 .ok{color:#176f2c;font-weight:600}.bad{color:#b00020;font-weight:600}.muted{color:#666}
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto}svg{display:block;margin:.4em 0 1em}
-.chart text{font:11px system-ui,sans-serif;fill:#333}
+.chart text{font:11px system-ui,sans-serif;fill:#333}tr.off td{background:#fff1e6}
 """
 
 _COLORS = ("#3b6fb6", "#e07b39", "#3a9a5b", "#b8433c", "#7d5bb0", "#8a6d3b")
@@ -25,10 +25,14 @@ def _fmt(n) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset(),
+           marked: set[int] = frozenset()) -> str:
+    """`marked`: indices of rows to highlight (class=off)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td class=n>{escape(str(c))}</td>" if i in numeric else
-                                    f"<td>{escape(str(c))}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    body = "".join(("<tr class=off>" if k in marked else "<tr>") +
+                   "".join(f"<td class=n>{escape(str(c))}</td>" if i in numeric else
+                           f"<td>{escape(str(c))}</td>" for i, c in enumerate(r)) + "</tr>"
+                   for k, r in enumerate(rows))
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -131,6 +135,24 @@ def _method_html(name: str, m: dict) -> str:
                 out.append(arena_chart(s["arena_timeline"], s["arena_bytes"],
                                        f"partition {p['index']}: arena {s['arena_bytes']:,} B, "
                                        f"lower bound {s['arena_lower_bound']:,} B"))
+        out.append("<h3>ESP-NN routine per op on the ESP32-S3</h3><p class=muted>which ESP-NN routine each "
+                   "delegated op reaches on an optimized esp32s3 build, SIMD (the S3 vector unit) or not, and the "
+                   "rule that decides it (ESP-NN 1.2.3's dispatch conditions and this runtime's routing; "
+                   "docs/performance.md). Ops off the SIMD path are marked.</p>")
+        for p in parts:
+            s = p["payload"]
+            if not s:
+                continue
+            rows = [[o["index"], o["opcode"], _fmt(o["macs"]),
+                     f"{100 * o['s3_simd_macs'] / o['macs']:.0f}%" if o["macs"] else "-",
+                     o["kernel"], o["reason"]] for o in s["op_metrics"]]
+            off = sum(1 for o in s["op_metrics"] if o["macs"] and o["s3_simd_macs"] < o["macs"])
+            out.append(f"<details{' open' if off else ''}><summary>partition {p['index']}: {len(rows)} op(s), "
+                       f"{off} off the SIMD path</summary>")
+            out.append(_table(["op#", "op", "MACs", "SIMD share", "routine", "why"], rows, {0, 2, 3},
+                              marked={i for i, o in enumerate(s["op_metrics"])
+                                      if o["macs"] and o["s3_simd_macs"] < o["macs"]}))
+            out.append("</details>")
     cpu = m["cpu_ops"]
     out.append(f"<h3>Ops on the CPU ({len(cpu)})</h3>")
     out.append(_table(["node", "op", "reason"], [[c["node"], c["op"], c["reason"] or "-"] for c in cpu])
