@@ -15,8 +15,10 @@ Cross targets also need their toolchain on PATH (xtensa-esp32s3-elf-gcc...).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,3 +138,35 @@ def executorch_build(target: str) -> tuple[Path | None, str]:
     if not (out / "lib/cmake/ExecuTorch").is_dir():
         return None, f"no ExecuTorch build for {target} at {out} (scripts/build-executorch-esp.sh --target {target})"
     return out, ""
+
+
+QEMU_ESP = REPO / "tools/qemu-esp/qemu-esp"
+
+
+def qemu_problem(target: str) -> str | None:
+    """Why Espressif's QEMU cannot run `target` here, or None. Debian's
+    qemu-system-xtensa has no esp32/esp32s3 machine: ESPNN_QEMU_ESP must name
+    Espressif's (docs/firmware.md says how it was built)."""
+    qemu = os.environ.get("ESPNN_QEMU_ESP")
+    if not qemu:
+        return "ESPNN_QEMU_ESP is not set (Espressif's qemu-system-xtensa with esp32/esp32s3 machines)"
+    if not Path(qemu).is_file():
+        return f"ESPNN_QEMU_ESP={qemu} does not exist"
+    r = subprocess.run([qemu, "-machine", "help"], capture_output=True, text=True)
+    if not re.search(rf"^{target}\s", r.stdout, re.M):
+        return f"{qemu} has no '{target}' machine (not Espressif's QEMU?)"
+    return None
+
+
+def run_on_qemu(build: Build, bundle: Path | None, *, icount: Path | None = None, psram_mb: int = 0,
+                timeout: float = 1800) -> subprocess.CompletedProcess:
+    """tools/qemu-esp/qemu-esp run: the console text up to ESPNN_END."""
+    cmd = [sys.executable, str(QEMU_ESP), "run", "--qemu", os.environ["ESPNN_QEMU_ESP"], "--build", str(build.build),
+           "--timeout", str(timeout)]
+    if bundle is not None:
+        cmd += ["--bundle", str(bundle)]
+    if icount is not None:
+        cmd += ["--icount", str(icount)]
+    if psram_mb:
+        cmd += ["--psram-mb", str(psram_mb)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 120)

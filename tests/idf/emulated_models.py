@@ -1,0 +1,18 @@
+"""Zoo models at sizes an emulated ESP32-S3 (and, for DS-CNN, a plain ESP32)
+runs from the runner's data partition: ten classes instead of 1000 keep the
+classifier weights inside the 2 MiB partition; 96x96 inputs keep the arena
+inside the runner's 192 KiB internal-RAM pool."""
+
+from executorch_espnn import models as M
+
+
+def ds_cnn():
+    return M.ds_cnn()
+
+
+def mobilenet_v2_05_96():
+    return M.mobilenet_v2(num_classes=10, resolution=96, width_mult=0.5)
+
+
+def mobilenet_v3_small_96():
+    return M.mobilenet_v3_small(num_classes=10, resolution=96)

@@ -1,0 +1,97 @@
+"""The runner app built by ESP-IDF for esp32s3 and esp32 with the Xtensa
+toolchain, run on Espressif's QEMU (tools/qemu-esp): the op corpus and zoo
+models from the bundle partition, every output bit-exact with the host
+runtime. On esp32s3 the build uses ESP-NN's optimized kernels
+(CONFIG_NN_OPTIMIZED, the S3 assembly) - the emulator executes the S3's
+vector instructions. Skipped with the reason without ESP-IDF, the toolchain
+or Espressif's QEMU (ESPNN_QEMU_ESP).
+
+Emulated, not silicon: QEMU executes the instructions, with no cycle model,
+caches or flash wait states. Known emulator defects are documented in
+docs/firmware.md; expected outputs are never adapted to the emulator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from executorch_espnn import bundle as B
+
+from . import idf_project
+
+TARGETS = ["esp32s3", "esp32"]
+
+
+def _why(target: str) -> str | None:
+    return idf_project.problem(target) or idf_project.qemu_problem(target)
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def runner(request, tmp_path_factory):
+    """(target, the bundle-mode runner build reading the data partition)."""
+    target = request.param
+    why = _why(target)
+    if why:
+        pytest.skip(why)
+    build = idf_project.build(tmp_path_factory.mktemp(f"idf_{target}"), target)
+    assert idf_project.warnings_in_our_sources(build.log) == []
+    sdk = build.sdkconfig()
+    assert sdk["ESPNN_RUNNER_BUNDLE_PARTITION"] and (target != "esp32s3" or sdk["NN_OPTIMIZED"])
+    return target, build
+
+
+def _run(build, cases, tmp_path, **kw) -> B.RunLog:
+    path = tmp_path / "bundle.xtsb"
+    path.write_bytes(B.write_bundle(cases))
+    return _run_file(build, path, **kw)
+
+
+def _run_file(build, path, **kw) -> B.RunLog:
+    r = idf_project.run_on_qemu(build, path, **kw)
+    assert r.returncode in (0, 1), f"qemu-esp exit {r.returncode}:\n{r.stdout[-4000:]}\n{r.stderr[-2000:]}"
+    return B.check_run(r.stdout)
+
+
+def _failures(run: B.RunLog) -> list:
+    return [(k, v.get("status"), v.get("stage"), v.get("msg")) for k, v in run.results.items()
+            if v.get("status") != "pass"]
+
+
+def test_op_corpus_bit_exact_under_qemu(runner, tmp_path):
+    import op_corpus
+
+    target, build = runner
+    cases = op_corpus.bundle_cases(runs=2)
+    run = _run(build, cases, tmp_path)
+    assert run.begin["platform"] == target and list(run.results) == [c.name for c in cases]
+    assert run.ok, _failures(run)
+    for rec in run.results.values():  # the chip's cycle counter and heap statistics are there
+        assert isinstance(rec["cycles_mean"], int) and isinstance(rec["heap_free_min"], int)
+
+
+def _zoo_bundle(tmp_path, model: str):
+    """Compiles models in tests/idf/emulated_models.py with `espnn compile`
+    and takes their ESP-NN payloads with host-computed expected outputs."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    pte = tmp_path / f"{model}.pte"
+    cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]
+    r = subprocess.run([*cli, "compile", f"{here / 'emulated_models.py'}:{model}", "-o", str(pte), "-q",
+                        "--verify-samples", "1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp_path / f"{model}.xtsb"
+    r = subprocess.run([*cli, "bundle", str(pte), "-o", str(out), "--runs", "2", "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("model", ["ds_cnn", "mobilenet_v2_05_96"])
+def test_zoo_model_bit_exact_under_qemu(runner, tmp_path, model):
+    target, build = runner
+    if target == "esp32" and model != "ds_cnn":
+        pytest.skip("the plain ESP32 has no PSRAM and about 100 KiB of free internal RAM: DS-CNN only")
+    run = _run_file(build, _zoo_bundle(tmp_path, model))
+    assert len(run.results) == 1 and run.ok, _failures(run)
