@@ -95,3 +95,31 @@ def test_zoo_model_bit_exact_under_qemu(runner, tmp_path, model):
         pytest.skip("the plain ESP32 has no PSRAM and about 100 KiB of free internal RAM: DS-CNN only")
     run = _run_file(build, _zoo_bundle(tmp_path, model))
     assert len(run.results) == 1 and run.ok, _failures(run)
+
+
+def softmax_row_cases() -> list[B.BundleCase]:
+    """SOFTMAX over rows whose length is >= 32 and not a multiple of 16
+    (attention over 49, 65 or 197 tokens). ESP-NN 1.2.3's S3 softmax finds
+    each row's maximum with `ee.vld.128.ip`, which ignores the low 4 address
+    bits, and advances rows by `width`: every row that does not start on a
+    16-byte boundary would be read from the wrong bytes."""
+    import numpy as np
+    from graph_util import Input, Out, build_op
+
+    from executorch_espnn import quant_params as qp
+
+    rng = np.random.default_rng(49)
+    cases = []
+    for rows, width in ((4, 49), (3, 65), (2, 197), (2, 48)):
+        x = rng.integers(-100, 60, (1, rows, width), dtype=np.int8)
+        x[0, :-1, -3:] = 120  # large row tails: a misaligned read of the next row would see them
+        blob, feeds = build_op("SOFTMAX", [Input(x, 0.05, 0)], [Out(x.shape, "INT8", 1 / 256, -128)],
+                               **qp.softmax_params(0.05))
+        cases.append(B.make_case(f"softmax_{rows}x{width}", blob, feeds, runs=1))
+    return cases
+
+
+def test_softmax_rows_not_multiple_of_16_bit_exact(runner, tmp_path):
+    target, build = runner
+    run = _run(build, softmax_row_cases(), tmp_path)
+    assert run.ok, _failures(run)
