@@ -58,15 +58,40 @@ uint32_t SoftmaxScratch(const Model& m, const OpInfo& op) {
   return bytes > 0 ? (uint32_t)bytes : 0u;
 }
 
+// ESP-NN 1.2.3's S3 softmax finds a row's maximum with ee.vld.128.ip when
+// the row has >= 32 elements; that load ignores the low 4 address bits, and
+// rows are `width` bytes apart, so a row that does not start on a 16-byte
+// boundary is read from the wrong bytes (part of the previous row) and its
+// output is wrong. Seen under Espressif's QEMU with 49-, 65- and 197-wide
+// rows (tests/idf/test_idf_qemu.py); aligned rows are exact.
+constexpr int32_t kS3SoftmaxSimdWidth = 32;
+
+bool S3SoftmaxRowAligned(const int8_t* row) { return ((uintptr_t)row & 15u) == 0; }
+
 Status EvalSoftmax(const OpInfo& op, const EvalContext& ctx) {
   const auto p = op.Params<SOFTMAX_Params>();
   int32_t height, width;
   RowsAndWidth(ctx.tensor(op.inputs[0]), &height, &width);
+  const int8_t* in = (const int8_t*)ctx.in(op.inputs[0]);
+  int8_t* out = (int8_t*)ctx.out(op.outputs[0]);
   // The scratch pointer is a process-wide global inside ESP-NN: register
   // ours immediately before the call (another op may have set another).
   esp_nn_set_softmax_scratch_buf(ctx.scratch);
-  esp_nn_softmax_s8((const int8_t*)ctx.in(op.inputs[0]), height, width, p.input_mult,
-                    p.input_left_shift, p.diff_min, (int8_t*)ctx.out(op.outputs[0]));
+  const bool rows_misalign = width % 16 != 0 || !S3SoftmaxRowAligned(in);
+  if (!(kEspnnS3Optimized && width >= kS3SoftmaxSimdWidth && rows_misalign)) {
+    esp_nn_softmax_s8(in, height, width, p.input_mult, p.input_left_shift, p.diff_min, out);
+    return Status::Ok();
+  }
+  // Row by row: the S3 routine where the row is aligned, ANSI C elsewhere
+  // (the same arithmetic, bit for bit).
+  for (int32_t r = 0; r < height; ++r) {
+    const int8_t* row = in + (size_t)r * (size_t)width;
+    int8_t* orow = out + (size_t)r * (size_t)width;
+    if (S3SoftmaxRowAligned(row))
+      esp_nn_softmax_s8(row, 1, width, p.input_mult, p.input_left_shift, p.diff_min, orow);
+    else
+      esp_nn_softmax_s8_ansi(row, 1, width, p.input_mult, p.input_left_shift, p.diff_min, orow);
+  }
   return Status::Ok();
 }
 
