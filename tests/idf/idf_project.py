@@ -9,6 +9,11 @@ ESP-IDF"):
   ESPNN_DIR (optional)           an ESP-NN checkout used instead of the
                                  registry's espressif/esp-nn (the component
                                  manager then needs no network)
+  ESPNN_IDF_EXTRA_DEFAULTS       (optional) an sdkconfig defaults file added
+                                 after the project's, for an ESP-IDF set-up
+                                 that needs it (docs/firmware.md: the one
+                                 built here lacks Espressif's mbedtls fork
+                                 and a GCC that knows -mdisable-hardware-atomics)
 Cross targets also need their toolchain on PATH (xtensa-esp32s3-elf-gcc...).
 """
 
@@ -93,7 +98,11 @@ def build(workdir: Path, target: str, defaults: list[str] = (), defines: dict[st
             shutil.copy2(src, project / name)
     for f in REPO.glob("sdkconfig.defaults*"):
         shutil.copy2(f, project / f.name)
+    # ESP-IDF also reads <file>.<target> after each file listed here
+    # (sdkconfig.defaults.esp32s3, ...).
     sdk_defaults = [str(project / "sdkconfig.defaults")]
+    if os.environ.get("ESPNN_IDF_EXTRA_DEFAULTS"):
+        sdk_defaults.append(os.environ["ESPNN_IDF_EXTRA_DEFAULTS"])
     if defaults:
         extra = workdir / "test.defaults"
         extra.write_text("".join(line + "\n" for line in defaults))

@@ -91,8 +91,12 @@ def _zoo_bundle(tmp_path, model: str):
 @pytest.mark.parametrize("model", ["ds_cnn", "mobilenet_v2_05_96"])
 def test_zoo_model_bit_exact_under_qemu(runner, tmp_path, model):
     target, build = runner
-    if target == "esp32" and model != "ds_cnn":
-        pytest.skip("the plain ESP32 has no PSRAM and about 100 KiB of free internal RAM: DS-CNN only")
+    if model != "ds_cnn" and not build.sdkconfig().get("SPIRAM"):
+        # Measured under QEMU: ESP-NN's S3 1x1 conv copies its filter into
+        # scratch, so MobileNetV2's 1x1 head conv alone asks for 204,864 B
+        # whatever the input size; with the arena that exceeds the largest
+        # free internal block.
+        pytest.skip(f"MobileNetV2 needs PSRAM on {target} (ESP-NN's S3 scratch for the 1x1 head conv: ~200 KiB)")
     run = _run_file(build, _zoo_bundle(tmp_path, model))
     assert len(run.results) == 1 and run.ok, _failures(run)
 
