@@ -28,6 +28,12 @@ set -euo pipefail
 EXECUTORCH_VERSION=1.5.1   # = the executorch wheel pinned by pyproject.toml
 root=$(cd "$(dirname "$0")/.." && pwd)
 target="" src="" pte="" suite="" ops="" out="" jobs=$(nproc 2>/dev/null || echo 2) force=0
+# EXECUTORCH_OPTIMIZE_SIZE: ExecuTorch's own size build, which compiles
+# without exceptions, RTTI and unwind tables. Without it the library
+# references __cxa_throw / __gxx_personality_v0, which ESP-IDF wraps (and
+# leaves undefined) when C++ exceptions are off, its default: the esp32s3
+# link failed with "undefined reference to __wrap___cxa_throw".
+#
 # Size of ExecuTorch's kernel registry (a static array). With a selective
 # build ExecuTorch sizes it for the selected portable kernels and its
 # primitive ops only, but the quantized ops library registers its own 19
@@ -110,6 +116,7 @@ toolchain_arg=()
     -DEXECUTORCH_BUILD_KERNELS_QUANTIZED=ON \
     -DEXECUTORCH_BUILD_PTHREADPOOL=OFF -DEXECUTORCH_BUILD_CPUINFO=OFF \
     -DMAX_KERNEL_NUM="$max_kernels" \
+    -DEXECUTORCH_OPTIMIZE_SIZE=ON \
     "${select[@]}")
 cmake --build "$out" -j"$jobs"
 cmake --build "$out" --target install
