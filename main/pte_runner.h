@@ -25,8 +25,7 @@
 // Portable C++ over ExecuTorch's C++ API and espnn::bundle::RunnerPlatform:
 // tests/firmware builds and runs it on the host against the executorch
 // wheel's libexecutorch.so; on the chip it links the ExecuTorch cross-build
-// (docs/firmware.md). It has not been built for Xtensa (no ExecuTorch
-// cross-build is possible here).
+// (docs/firmware.md), cross-built by scripts/build-executorch-esp.sh.
 #pragma once
 
 #include <stddef.h>

@@ -21,8 +21,9 @@
 # must match. Rebuild when a suite needs operators the last build did not
 # select (the runner then reports the missing kernel as a load_method error).
 #
-# NEVER RUN in this repository's development environment or CI: there is no
-# ESP-IDF, no Xtensa toolchain and no network there (docs/firmware.md).
+# Run with ESP-IDF v5.5.5 for --target linux and esp32s3 against ExecuTorch
+# main@cff6f4d (1.5.0; the 1.5.1 tag was not available there, hence --force);
+# CI has no ESP-IDF and does not run it (docs/firmware.md).
 set -euo pipefail
 
 EXECUTORCH_VERSION=1.5.1   # = the executorch wheel pinned by pyproject.toml
