@@ -131,3 +131,31 @@ def test_softmax_rows_not_multiple_of_16_bit_exact(runner, tmp_path):
     target, build = runner
     run = _run(build, softmax_row_cases(), tmp_path)
     assert run.ok, _failures(run)
+
+
+def test_pte_suite_with_cpu_fallback_under_qemu(tmp_path):
+    """.pte mode on the emulated ESP32-S3: ExecuTorch cross-built by
+    scripts/build-executorch-esp.sh (ESPNN_EXECUTORCH_BUILDS/esp32s3, built
+    with --suite of a conv->sin suite), the runner reading the suite from its
+    data partition: EspNNBackend runs the conv on ESP-NN's S3 kernels,
+    ExecuTorch's portable kernel the sin."""
+    why = _why("esp32s3")
+    if why:
+        pytest.skip(why)
+    et, why = idf_project.executorch_build("esp32s3")
+    if et is None:
+        pytest.skip(why)
+    from executorch_espnn import pte_suite as S
+    from firmware import pte_models
+
+    build = idf_project.build(tmp_path, "esp32s3", defaults=["CONFIG_ESPNN_RUNNER_MODE_PTE=y",
+                                                             "CONFIG_ESPNN_EXECUTORCH_BACKEND=y",
+                                                             "CONFIG_ESPNN_PAL_EXECUTORCH=y"],
+                              defines={"ESPNN_EXECUTORCH_DIR": str(et)})
+    assert idf_project.warnings_in_our_sources(build.log) == []
+    suite = S.make_suite(pte_models.conv_then_cpu_pte(), cases=3, runs=2, atol=1e-5)
+    path = tmp_path / "suite.xtsp"
+    path.write_bytes(S.write_suite(suite))
+    run = _run_file(build, path)
+    assert run.mode == "pte" and run.begin["platform"] == "esp32s3"
+    assert list(run.results) == [c.name for c in suite.cases] and run.ok, _failures(run)
