@@ -159,3 +159,45 @@ def test_pte_suite_with_cpu_fallback_under_qemu(tmp_path):
     run = _run_file(build, path)
     assert run.mode == "pte" and run.begin["platform"] == "esp32s3"
     assert list(run.results) == [c.name for c in suite.cases] and run.ok, _failures(run)
+
+
+def test_s3_dispatch_rules_match_the_emulated_build(tmp_path_factory):
+    """analysis/s3_dispatch.py says, per op, whether an optimized ESP32-S3
+    build runs an ESP-NN SIMD routine. Measured here instead: each single-op
+    case of benchmarks/emulated.py on two esp32s3 builds (ESP-NN optimized
+    and ESP-NN ANSI C), guest instructions per run. Where the table says
+    SIMD, the optimized build must execute well under the ANSI build's
+    instructions; where it says not, about the same."""
+    why = _why("esp32s3")
+    if why:
+        pytest.skip(why)
+    import json
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(repo / "benchmarks"))
+    import emulated
+
+    from executorch_espnn.analysis import payload_metrics
+
+    work = tmp_path_factory.mktemp("dispatch")
+    cases = emulated.op_cases(runs=1)
+    bundle = work / "ops.xtsb"
+    bundle.write_bytes(B.write_bundle(cases))
+    counts = {}
+    for label, extra in (("simd", []), ("ansi", ["CONFIG_NN_ANSI_C=y"])):
+        build = idf_project.build(work / label, "esp32s3", defaults=extra)
+        run, per_case = emulated.run_counted(str(Path(__import__("os").environ["ESPNN_QEMU_ESP"])), build.build,
+                                             bundle, work, timeout=1800)
+        assert run.ok, _failures(run)
+        counts[label] = {k: v[0] for k, v in per_case.items()}
+    report = {}
+    for c in cases:
+        (op,) = payload_metrics(c.model).ops
+        ratio = counts["simd"][c.name] / counts["ansi"][c.name]
+        report[c.name] = (op.s3_simd, round(ratio, 3), op.kernel)
+        if op.s3_simd:
+            assert ratio < 0.6, (c.name, op.kernel, ratio)
+        else:
+            assert 0.9 < ratio < 1.1, (c.name, op.kernel, ratio)
+    print(json.dumps(report, indent=1))
