@@ -46,8 +46,9 @@ def problem(target: str = "linux") -> str | None:
     if espnn and not (Path(espnn) / "idf_component.yml").is_file():
         return f"ESPNN_DIR={espnn} is not an ESP-NN checkout (no idf_component.yml)"
     prefix = TOOLCHAIN_PREFIX.get(target)
-    if prefix and shutil.which(prefix + "gcc") is None:
-        return f"no {target} toolchain: {prefix}gcc is not on PATH (docs/firmware.md)"
+    for tool in ("gcc", "g++"):
+        if prefix and shutil.which(prefix + tool) is None:
+            return f"no {target} toolchain: {prefix}{tool} is not on PATH (docs/device-toolchain.md)"
     return None
 
 
@@ -170,8 +171,10 @@ def qemu_problem(target: str) -> str | None:
 def run_on_qemu(build: Build, bundle: Path | None, *, icount: Path | None = None, psram_mb: int = 0,
                 timeout: float = 1800) -> subprocess.CompletedProcess:
     """tools/qemu-esp/qemu-esp run: the console text up to ESPNN_END."""
+    # --deterministic: a busy host once made the guest reset silently (a
+    # watchdog on host-paced virtual time); with -icount it cannot.
     cmd = [sys.executable, str(QEMU_ESP), "run", "--qemu", os.environ["ESPNN_QEMU_ESP"], "--build", str(build.build),
-           "--timeout", str(timeout)]
+           "--timeout", str(timeout), "--deterministic"]
     if bundle is not None:
         cmd += ["--bundle", str(bundle)]
     if icount is not None:
