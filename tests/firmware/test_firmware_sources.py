@@ -2,7 +2,7 @@
 
 Every .c/.cpp file under components/ and main/ must be compiled by a host
 build or the Xtensa build here, except the thin ESP-IDF glue that
-docs/firmware.md lists (only ESP-IDF compiles it; it has never been built).
+docs/firmware.md lists (only ESP-IDF compiles it: tests/idf, where ESP-IDF is set up).
 More precisely:
 - every source but the glue is compiled by a host build: the tools build
   (bundle_runner, host_runner fixture) or the .pte runner build against the
