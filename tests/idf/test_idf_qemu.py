@@ -12,7 +12,6 @@ docs/firmware.md; expected outputs are never adapted to the emulator."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
@@ -71,21 +70,15 @@ def test_op_corpus_bit_exact_under_qemu(runner, tmp_path):
         assert isinstance(rec["cycles_mean"], int) and isinstance(rec["heap_free_min"], int)
 
 
-def _zoo_bundle(tmp_path, model: str):
-    """Compiles models in tests/idf/emulated_models.py with `espnn compile`
-    and takes their ESP-NN payloads with host-computed expected outputs."""
+def _emulated():
+    """benchmarks/emulated.py: its single-op cases, model bundles and
+    instruction-counted runs are what these tests check."""
     from pathlib import Path
 
-    here = Path(__file__).resolve().parent
-    pte = tmp_path / f"{model}.pte"
-    cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]
-    r = subprocess.run([*cli, "compile", f"{here / 'emulated_models.py'}:{model}", "-o", str(pte), "-q",
-                        "--verify-samples", "1"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    out = tmp_path / f"{model}.xtsb"
-    r = subprocess.run([*cli, "bundle", str(pte), "-o", str(out), "--runs", "2", "-q"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return out
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import emulated
+
+    return emulated
 
 
 @pytest.mark.parametrize("model", ["ds_cnn", "mobilenet_v2_05_96"])
@@ -99,7 +92,7 @@ def test_zoo_model_bit_exact_under_qemu(runner, tmp_path, model):
         why = ("ESP-NN's S3 scratch for the 1x1 head conv: ~200 KiB" if target == "esp32s3"
                else "about 100 KiB of free internal RAM")
         pytest.skip(f"MobileNetV2 needs PSRAM on {target} ({why})")
-    run = _run_file(build, _zoo_bundle(tmp_path, model))
+    run = _run_file(build, _emulated().model_bundle(model, tmp_path, runs=2))
     assert len(run.results) == 1 and run.ok, _failures(run)
 
 
@@ -174,14 +167,11 @@ def test_s3_dispatch_rules_match_the_emulated_build(tmp_path_factory):
     if why:
         pytest.skip(why)
     import json
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(repo / "benchmarks"))
-    import emulated
+    import os
 
     from executorch_espnn.analysis import payload_metrics
 
+    emulated = _emulated()
     work = tmp_path_factory.mktemp("dispatch")
     cases = emulated.op_cases(runs=1)
     bundle = work / "ops.xtsb"
@@ -189,8 +179,7 @@ def test_s3_dispatch_rules_match_the_emulated_build(tmp_path_factory):
     counts = {}
     for label, extra in (("simd", []), ("ansi", ["CONFIG_NN_ANSI_C=y"])):
         build = idf_project.build(work / label, "esp32s3", defaults=extra)
-        run, per_case = emulated.run_counted(str(Path(__import__("os").environ["ESPNN_QEMU_ESP"])), build.build,
-                                             bundle, work, timeout=1800)
+        run, per_case = emulated.run_counted(os.environ["ESPNN_QEMU_ESP"], build.build, bundle, work, timeout=1800)
         assert run.ok, _failures(run)
         counts[label] = {k: v[0] for k, v in per_case.items()}
     report = {}

@@ -102,12 +102,16 @@ def method_lines(name: str, m: dict) -> list[str]:
 OFF_SIMD_LISTED = 10  # the text summary names this many ops; the HTML and JSON list all
 
 
+def off_simd(op: dict) -> bool:
+    """An op_metrics entry whose MACs (all or some) miss ESP-NN's ESP32-S3
+    SIMD routines (analysis.s3_dispatch)."""
+    return bool(op["macs"]) and op["s3_simd_macs"] < op["macs"]
+
+
 def off_simd_ops(parts: list[dict]) -> list[tuple[int, dict]]:
-    """(partition, op) pairs whose MACs (all or some) miss ESP-NN's ESP32-S3
-    SIMD routines, largest loss first: the layers that make a model slow on
-    the S3, with the routine they reach and why (analysis.s3_dispatch)."""
-    rows = [(p["index"], op) for p in parts if p["payload"] for op in p["payload"]["op_metrics"]
-            if op["macs"] and op["s3_simd_macs"] < op["macs"]]
+    """(partition, op) pairs off the SIMD path, largest loss first: the
+    layers that make a model slow on the S3, with the routine they reach."""
+    rows = [(p["index"], op) for p in parts if p["payload"] for op in p["payload"]["op_metrics"] if off_simd(op)]
     return sorted(rows, key=lambda r: r[1]["s3_simd_macs"] - r[1]["macs"])
 
 

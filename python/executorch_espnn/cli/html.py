@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .document import summary_lines, verification_line
+from .document import off_simd, summary_lines, verification_line
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
@@ -146,12 +146,10 @@ def _method_html(name: str, m: dict) -> str:
             rows = [[o["index"], o["opcode"], _fmt(o["macs"]),
                      f"{100 * o['s3_simd_macs'] / o['macs']:.0f}%" if o["macs"] else "-",
                      o["kernel"], o["reason"]] for o in s["op_metrics"]]
-            off = sum(1 for o in s["op_metrics"] if o["macs"] and o["s3_simd_macs"] < o["macs"])
+            off = {i for i, o in enumerate(s["op_metrics"]) if off_simd(o)}
             out.append(f"<details{' open' if off else ''}><summary>partition {p['index']}: {len(rows)} op(s), "
-                       f"{off} off the SIMD path</summary>")
-            out.append(_table(["op#", "op", "MACs", "SIMD share", "routine", "why"], rows, {0, 2, 3},
-                              marked={i for i, o in enumerate(s["op_metrics"])
-                                      if o["macs"] and o["s3_simd_macs"] < o["macs"]}))
+                       f"{len(off)} off the SIMD path</summary>")
+            out.append(_table(["op#", "op", "MACs", "SIMD share", "routine", "why"], rows, {0, 2, 3}, marked=off))
             out.append("</details>")
     cpu = m["cpu_ops"]
     out.append(f"<h3>Ops on the CPU ({len(cpu)})</h3>")
