@@ -84,7 +84,8 @@ def test_arena_plan_reuses_dead_tensors_and_never_overlaps_live_ones():
              act_min=-128, act_max=127)
     w.set_inputs([x])
     w.set_outputs([c])
-    offsets, arena = w.plan_arena()
+    plan = w.plan()
+    offsets, arena = plan.offsets, plan.arena_size
     # x dies when a is written... but a step reads its input while writing its
     # output, so input and output of one step never share bytes (in-place
     # elementwise ops excepted: tests/hardening/test_arena_plan.py).

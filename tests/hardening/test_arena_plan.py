@@ -251,7 +251,8 @@ def test_writer_plans_elementwise_chains_in_place():
     add(w, c, c, d)
     w.set_inputs([x])
     w.set_outputs([d])
-    offsets, arena = w.plan_arena()
+    plan = w.plan()
+    offsets, arena = plan.offsets, plan.arena_size
     assert arena == 64 and len({offsets[t] for t in (x, a, b, c, d)}) == 1
     _native.Program(w.to_bytes())
 
@@ -263,7 +264,8 @@ def test_writer_keeps_an_input_that_is_read_later_apart():
     add(w, x, a, b)  # x is read again: a may not take its bytes; b may take a's or x's
     w.set_inputs([x])
     w.set_outputs([b])
-    offsets, arena = w.plan_arena()
+    plan = w.plan()
+    offsets, arena = plan.offsets, plan.arena_size
     assert offsets[a] != offsets[x] and arena == 128
     _native.Program(w.to_bytes())
 

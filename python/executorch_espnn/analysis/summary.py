@@ -11,9 +11,3 @@ def parse(blob_or_summary) -> dict:
     if isinstance(blob_or_summary, dict):
         return blob_or_summary
     return _native.parse(bytes(blob_or_summary))
-
-
-def aligned(nbytes: int) -> int:
-    """Bytes a tensor occupies in the arena: offsets are ARENA_ALIGNMENT-aligned."""
-    a = _native.ARENA_ALIGNMENT
-    return (nbytes + a - 1) // a * a

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..compile_spec import CompileOptions
+from ..memory import memory_order
 from .context import LowerContext
 from .graph import Subgraph, Unsupported, op_name
 from .registry import lookup
@@ -81,7 +82,8 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
         raise TooLarge("exceeds the runtime limits: " + ", ".join(f"{v} > {k} {lim[k]}" for k, v in over.items()))
     # Same graph, an op order with a smaller arena when there is one
     # (parallel branches); op_nodes follows the ops.
-    order = ctx.writer.order_ops_for_memory()
+    order = memory_order(ctx.writer.arena_graph())
+    ctx.writer.reorder_ops(order)
     ctx.op_nodes = [ctx.op_nodes[i] for i in order]
     try:
         blob = ctx.writer.to_bytes()

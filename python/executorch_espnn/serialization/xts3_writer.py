@@ -7,7 +7,9 @@ docs/xts3-format.md describes the bytes.
 
 The writer checks what the caller passes (op names, parameter names, tensor
 indices) so mistakes surface as a ValueError at the call that made them; the
-native parser remains the judge of whether the blob is valid.
+native parser remains the judge of whether the blob is valid. Where arena
+tensors go and in which order the ops run is decided elsewhere
+(executorch_espnn.memory); the writer writes the plan it is given.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .. import _native as fmt
+from ..memory import ArenaGraph, ArenaPlan, OpIO, plan_arena
 
 _NUMPY_TO_DTYPE = {np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32", np.dtype(np.float32): "FLOAT32"}
 
 
-def _align(value: int, alignment: int) -> int:
+def _align(value: int, alignment: int) -> int:  # section and constant padding
     return (value + alignment - 1) // alignment * alignment
 
 
@@ -35,7 +38,7 @@ class _Tensor:
     scale: float = 0.0
     zero_point: int = 0
     data: bytes | None = None  # constants only
-    offset: int | None = None  # arena offset override (tests, planners)
+    offset: int | None = None  # arena offset fixed by the caller (tests that build a plan by hand)
 
     @property
     def nbytes(self) -> int:
@@ -118,202 +121,40 @@ class Xts3Writer:
             raise ValueError(f"tensor index {t} does not exist (have {len(self._tensors)})")
         return int(t)
 
-    # -- arena -------------------------------------------------------------------
-    def _lifetimes(self) -> tuple[dict[int, int], dict[int, int]]:
-        """[first, last] step of every arena tensor, as the parser defines
-        them: graph inputs are written before step 0 (-1), an op's outputs at
-        its step; last = the last step that reads it, len(ops) for a graph
-        output."""
-        n_steps = len(self._ops)
-        first = {t: -1 for t in self._inputs}
-        last: dict[int, int] = {}
-        for step, op in enumerate(self._ops):
-            for t in op.outputs:
-                first.setdefault(t, step)
-                last[t] = max(last.get(t, step), step)
-            for t in op.inputs:
-                if t != fmt.NO_TENSOR and self._tensors[t].memory == "ARENA":
-                    last[t] = max(last.get(t, step), step)
-        for t in self._outputs:
-            last[t] = n_steps
-        return first, last
+    # -- what the memory planner sees ----------------------------------------------
+    def arena_graph(self) -> ArenaGraph:
+        """The graph as executorch_espnn.memory plans it; tensors with a
+        caller-fixed offset are pinned."""
+        return ArenaGraph(
+            nbytes=tuple(t.nbytes for t in self._tensors),
+            in_arena=tuple(t.memory == "ARENA" for t in self._tensors),
+            ops=tuple(OpIO(op.name, tuple(None if t == fmt.NO_TENSOR else t for t in op.inputs),
+                           tuple(op.outputs)) for op in self._ops),
+            inputs=tuple(self._inputs),
+            outputs=tuple(self._outputs),
+            pinned=frozenset(self._pinned_offsets()),
+        )
 
-    def _alias_classes(self, last: dict[int, int], fixed: set[int]) -> dict[int, int]:
-        """tensor -> representative of the tensors that will share bytes.
+    def _pinned_offsets(self) -> dict[int, int]:
+        return {i: t.offset for i, t in enumerate(self._tensors) if t.memory == "ARENA" and t.offset is not None}
 
-        The parser allows an output to coincide exactly with an input of a
-        VIEW op (RESHAPE), and with an input of an IN_PLACE op (elementwise)
-        when that input -- and every tensor already sharing its bytes -- is
-        not read after the op (xts3_format.h, ESPNN_XTS3_ALIASING). Tensors
-        with a caller-fixed offset are left alone."""
-        root = {i: i for i, t in enumerate(self._tensors) if t.memory == "ARENA"}
-        class_last = {i: last.get(i, -1) for i in root}
+    def plan(self) -> ArenaPlan:
+        """The memory planner's arena plan for the ops in their current order."""
+        return plan_arena(self.arena_graph(), self._pinned_offsets())
 
-        def find(t: int) -> int:
-            while root[t] != t:
-                root[t] = root[root[t]]
-                t = root[t]
-            return t
-
-        for step, op in enumerate(self._ops):
-            mode = fmt.OPCODES[op.name]["aliasing"]
-            if mode == "NONE" or op.outputs[0] in fixed:
-                continue
-            out = op.outputs[0]
-            for t in op.inputs:
-                if t == fmt.NO_TENSOR or t not in root or t in fixed:
-                    continue
-                if self._tensors[t].nbytes != self._tensors[out].nbytes:
-                    continue
-                r = find(t)
-                if mode == "IN_PLACE" and class_last[r] > step:
-                    continue  # its bytes are still needed after this op
-                root[find(out)] = r
-                class_last[r] = max(class_last[r], class_last[out])
-                break
-        return {t: find(t) for t in root}
-
-    def plan_arena(self) -> tuple[dict[int, int], int]:
-        """Assigns arena offsets: tensors whose lifetimes overlap never share
-        bytes, except the exact aliases the parser allows (views and
-        in-place elementwise ops; see _alias_classes), which are planned as
-        one block.
-
-        Greedy first-fit, tried in a few orders (largest first, then by
-        first use, then by size x lifetime); the smallest arena wins.
-        executorch_espnn.analysis.arena_lower_bound gives the bound these
-        plans are measured against.
-        """
-        n_steps = len(self._ops)
-        first, last = self._lifetimes()
-        align = fmt.ARENA_ALIGNMENT
-        arena = [i for i, t in enumerate(self._tensors) if t.memory == "ARENA"]
-        fixed = {i for i in arena if self._tensors[i].offset is not None}
-        cls = self._alias_classes(last, fixed)
-        # One block per class: the union of its members' lifetimes.
-        blocks: dict[int, list[int]] = {}  # root -> [first, last, size]
-        for i in arena:
-            if i in fixed:
-                continue
-            lo, hi = first.get(i, -1), last.get(i, n_steps)
-            size = _align(self._tensors[i].nbytes, align)
-            b = blocks.setdefault(cls[i], [lo, hi, size])
-            b[0], b[1], b[2] = min(b[0], lo), max(b[1], hi), max(b[2], size)
-        pinned = [(self._tensors[i].offset, self._tensors[i].offset + _align(self._tensors[i].nbytes, align),
-                   first.get(i, -1), last.get(i, n_steps)) for i in fixed]
-
-        def place(order: list[int]) -> tuple[dict[int, int], int]:
-            offsets: dict[int, int] = {}
-            placed = list(pinned)  # (offset, end, first, last)
-            for r in order:
-                lo, hi, size = blocks[r]
-                offset = 0
-                for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
-                    if offset + size <= o:
-                        break
-                    offset = max(offset, _align(e, align))
-                offsets[r] = offset
-                placed.append((offset, offset + size, lo, hi))
-            return offsets, max((p[1] for p in placed), default=0)
-
-        orders = [
-            sorted(blocks, key=lambda r: (-blocks[r][2], blocks[r][0], r)),
-            sorted(blocks, key=lambda r: (blocks[r][0], -blocks[r][2], r)),
-            sorted(blocks, key=lambda r: (-blocks[r][2] * (blocks[r][1] - blocks[r][0] + 1), r)),
-        ]
-        block_offsets, _ = min((place(o) for o in orders), key=lambda p: p[1])
-        offsets = {i: self._tensors[i].offset if i in fixed else block_offsets[cls[i]] for i in arena}
-        arena_size = _align(max((offsets[i] + self._tensors[i].nbytes for i in arena), default=0), align)
-        return offsets, arena_size
-
-    # -- execution order -----------------------------------------------------------
-    def order_ops_for_memory(self) -> list[int]:
-        """Reorders the ops (a topological order of the same graph) when that
-        gives a smaller arena; returns the permutation applied, new position
-        -> old op index (callers keep per-op side tables in step with it).
-
-        The order the ops were added in is a valid schedule, but on graphs
-        with parallel branches it can keep several branches' large tensors
-        live at once. Two memory-aware list schedules are tried besides it:
-        "least net allocation first" (run the ready op that adds the fewest
-        bytes minus the bytes it lets die) and "finish the branch" (run the
-        ready op that reads the most recently written tensor). Each
-        candidate is judged by the arena plan_arena() really produces for
-        it; the given order wins ties, so graphs that gain nothing keep
-        their op order. Results are unchanged by construction: every op
-        still runs after the ops that write its inputs, and no op has side
-        effects beyond its outputs. Caller-fixed tensor offsets (tests that
-        pin a plan) disable reordering.
-        """
-        n = len(self._ops)
-        identity = list(range(n))
-        if n < 3 or any(t.memory == "ARENA" and t.offset is not None for t in self._tensors):
-            return identity
-        best, best_arena = identity, self.plan_arena()[1]
-        original = self._ops
-        try:
-            for candidate in (self._schedule(by_net_bytes=True), self._schedule(by_net_bytes=False)):
-                if candidate == best:
-                    continue
-                self._ops = [original[i] for i in candidate]
-                arena = self.plan_arena()[1]
-                if arena < best_arena:
-                    best, best_arena = candidate, arena
-        finally:
-            self._ops = [original[i] for i in best]
-        return best
-
-    def _schedule(self, *, by_net_bytes: bool) -> list[int]:
-        """A topological order of the ops, chosen greedily (see order_ops_for_memory)."""
-        ops = self._ops
-        align = fmt.ARENA_ALIGNMENT
-        producer = {t: i for i, op in enumerate(ops) for t in op.outputs}
-        arena_inputs = [sorted({t for t in op.inputs if t != fmt.NO_TENSOR and self._tensors[t].memory == "ARENA"})
-                        for op in ops]
-        readers: dict[int, int] = {}
-        for ins in arena_inputs:
-            for t in ins:
-                readers[t] = readers.get(t, 0) + 1
-        outputs = set(self._outputs)
-        waiting = [sum(1 for t in ins if t in producer) for ins in arena_inputs]
-        dependents: dict[int, list[int]] = {}
-        for i, ins in enumerate(arena_inputs):
-            for t in ins:
-                if t in producer:
-                    dependents.setdefault(producer[t], []).append(i)
-        ready = {i for i in range(len(ops)) if waiting[i] == 0}
-        written_at: dict[int, int] = {}  # tensor -> step it was written (recency)
-
-        def net_bytes(i: int) -> int:
-            added = sum(_align(self._tensors[t].nbytes, align) for t in ops[i].outputs)
-            freed = sum(_align(self._tensors[t].nbytes, align) for t in arena_inputs[i]
-                        if readers[t] == 1 and t not in outputs)
-            return added - freed
-
-        def staleness(i: int) -> int:  # lower = reads a more recently written tensor
-            return -max((written_at.get(t, -1) for t in arena_inputs[i]), default=-1)
-
-        cost = net_bytes if by_net_bytes else staleness
-        order: list[int] = []
-        while ready:
-            pick = min(ready, key=lambda i: (cost(i), i))
-            ready.remove(pick)
-            order.append(pick)
-            for t in arena_inputs[pick]:
-                readers[t] -= 1
-            for t in ops[pick].outputs:
-                written_at[t] = len(order)
-            for j in dependents.get(pick, ()):
-                waiting[j] -= 1
-                if waiting[j] == 0:
-                    ready.add(j)
-        if len(order) != len(ops):  # a cycle: leave the order to the parser's def-before-use check
-            return list(range(len(ops)))
-        return order
+    def reorder_ops(self, order: Sequence[int]) -> None:
+        """Puts the ops in ``order`` (new position -> old op index), e.g.
+        executorch_espnn.memory.memory_order's."""
+        if sorted(order) != list(range(len(self._ops))):
+            raise ValueError(f"{list(order)} is not a permutation of the {len(self._ops)} ops")
+        self._ops = [self._ops[i] for i in order]
 
     # -- bytes -------------------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        offsets, arena_size = self.plan_arena()
+    def to_bytes(self, plan: ArenaPlan | None = None) -> bytes:
+        """The blob, with the arena offsets of ``plan`` (default: the
+        planner's plan for the ops in their current order)."""
+        plan = plan or self.plan()
+        offsets, arena_size = plan.offsets, plan.arena_size
 
         constants = bytearray()
         const_offsets: dict[int, int] = {}

@@ -1,9 +1,8 @@
-"""The writer picks an execution order that lowers the arena (issue 8: "an
-execution order that lowers the peak").
+"""The lowering picks an execution order that lowers the arena's peak.
 
 The order the lowering emits ops in is the exported graph's topological
 order. On parallel branches it can keep every branch's large intermediate
-live at once; Xts3Writer.order_ops_for_memory tries memory-aware
+live at once; executorch_espnn.memory.memory_order tries memory-aware
 topological orders and keeps the one whose planned arena is smallest.
 These tests pin: the arena really drops on a branchy graph, the results are
 bit-identical to the original order, per-op side tables (debug handles)
@@ -17,6 +16,7 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn.analysis import payload_metrics
+from executorch_espnn.memory import memory_order
 from executorch_espnn.serialization import Xts3Writer
 
 
@@ -48,10 +48,11 @@ def _pad_slice_branches(writer: Xts3Writer, *, wide: int = 1024, pin: bool = Fal
 def test_parallel_branches_are_scheduled_one_after_the_other():
     w = Xts3Writer()
     _pad_slice_branches(w)
-    added_order_arena = w.plan_arena()[1]
+    added_order_arena = w.plan().arena_size
     before = w.to_bytes()
 
-    order = w.order_ops_for_memory()
+    order = memory_order(w.arena_graph())
+    w.reorder_ops(order)
     after = w.to_bytes()
 
     assert order == [0, 2, 1, 3, 4]  # PAD a, SLICE a, PAD b, SLICE b, CONCAT
@@ -80,16 +81,14 @@ def test_a_chain_keeps_its_order():
         prev = nxt
     w.set_inputs([x])
     w.set_outputs([prev])
-    before = w.to_bytes()
-    assert w.order_ops_for_memory() == [0, 1, 2, 3]
-    assert w.to_bytes() == before
+    assert memory_order(w.arena_graph()) == [0, 1, 2, 3]
 
 
 def test_pinned_offsets_disable_reordering():
     """A caller that fixed a tensor offset planned by hand; the order stays."""
     w = Xts3Writer()
     _pad_slice_branches(w, pin=True)
-    assert w.order_ops_for_memory() == [0, 1, 2, 3, 4]
+    assert memory_order(w.arena_graph()) == [0, 1, 2, 3, 4]
 
 
 # -- through the lowering -----------------------------------------------------------------------------------------
@@ -143,7 +142,7 @@ def test_lowering_schedules_branches_for_a_smaller_arena(quantized_two_branch, m
     quantized, example = quantized_two_branch
     chosen = _lower(quantized, example)
     with monkeypatch.context() as m:  # the exported order, as before this feature
-        m.setattr(Xts3Writer, "order_ops_for_memory", lambda self: list(range(len(self._ops))))
+        m.setattr("executorch_espnn.lowering.lower.memory_order", lambda g: list(range(len(g.ops))))
         exported = _lower(quantized, example)
 
     new, old = (payload_metrics(bytes(lm.processed_bytes)) for lm in (chosen, exported))

@@ -1,0 +1,10 @@
+"""Memory of an XTS3 graph: the arena rule the parser enforces
+(``arena_rule``), the planner that places tensors by it (``arena_plan``) and
+the op order that lowers the planned arena (``op_order``). The serializer
+(serialization.xts3_writer) only writes the offsets it is given."""
+
+from .arena_plan import ArenaPlan, plan_arena
+from .arena_rule import ArenaGraph, Liveness, OpIO, liveness
+from .op_order import memory_order
+
+__all__ = ["ArenaGraph", "ArenaPlan", "Liveness", "OpIO", "liveness", "memory_order", "plan_arena"]

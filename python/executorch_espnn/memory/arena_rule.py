@@ -1,0 +1,182 @@
+"""The arena rule: which tensors are live when, and which may share bytes.
+
+This is the one statement on the Python side of what the native parser's
+arena-plan check accepts (components/espnn_runtime/src/parser.cpp,
+CheckArenaPlan). The planner (memory.arena_plan) places tensors by it and
+the analysis (analysis.liveness) derives the lower bound from it, so the
+bound is, by construction, for plans the parser accepts.
+tests/memory/test_arena_rule.py holds it equal to the parser: on every
+payload of the op corpus and the zoo, every alias the rule makes is accepted
+and every alias it refuses is rejected.
+
+Liveness (parser: a backward pass over the ops):
+* a graph input is written before op 0 (step -1); an op's outputs at its step;
+* a tensor is live from the step that writes it to the last step that reads
+  it; a graph output is live to the end (step len(ops)); a tensor nobody
+  reads is live only at the step that writes it.
+
+Aliases (xts3_format.h, ESPNN_XTS3_ALIASING), the only ways two live
+tensors may share bytes, and then only exactly (same offset and size):
+* VIEW (RESHAPE): the output over its first input;
+* IN_PLACE (elementwise ops): the output over one of its inputs when no
+  tensor already on those bytes is live after the op. "Already on those
+  bytes" is the whole alias class: a RESHAPE view of the input that is read
+  later keeps the bytes in use even when the input itself dies here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import _native
+
+
+@dataclass(frozen=True)
+class OpIO:
+    """What the rule needs of an op: its name and tensor indices (None for an
+    absent optional input)."""
+
+    name: str
+    inputs: tuple[int | None, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ArenaGraph:
+    """An XTS3 graph as the arena rule sees it (tensor sizes and where they
+    live, ops in execution order, graph inputs and outputs). ``pinned``:
+    tensors whose offset the caller fixed; the rule makes no alias with them."""
+
+    nbytes: tuple[int, ...]
+    in_arena: tuple[bool, ...]
+    ops: tuple[OpIO, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    pinned: frozenset[int] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_summary(cls, summary: dict) -> "ArenaGraph":
+        """From the native parser's summary of a blob (``_native.parse``)."""
+        tensors = summary["tensors"]
+        return cls(
+            nbytes=tuple(t["nbytes"] for t in tensors),
+            in_arena=tuple(t["memory"] == "ARENA" for t in tensors),
+            ops=tuple(OpIO(op["op"], tuple(op["inputs"]), tuple(op["outputs"])) for op in summary["ops"]),
+            inputs=tuple(summary["inputs"]),
+            outputs=tuple(summary["outputs"]),
+        )
+
+    def arena_inputs(self, op: OpIO) -> list[int]:
+        return [t for t in op.inputs if t is not None and self.in_arena[t]]
+
+
+def aligned(nbytes: int) -> int:
+    """Bytes a tensor occupies in the arena: offsets are ARENA_ALIGNMENT-aligned."""
+    a = _native.ARENA_ALIGNMENT
+    return (nbytes + a - 1) // a * a
+
+
+def aliasing(opname: str) -> str:
+    """NONE, VIEW or IN_PLACE (xts3_format.h's ESPNN_XTS3_ALIASING, via the binding)."""
+    return _native.OPCODES[opname]["aliasing"]
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """Lifetimes and alias classes of a graph's arena tensors.
+
+    ``first[t]``/``last[t]``: the steps t is live from/to, inclusive (only
+    tensors that are ever live appear). ``root[t]``: the representative of
+    t's alias class (tensors that occupy the same bytes).
+    """
+
+    graph: ArenaGraph
+    first: dict[int, int]
+    last: dict[int, int]
+    root: dict[int, int]
+
+    def classes(self) -> dict[int, tuple[int, int, int]]:
+        """root -> (first step, last step, aligned bytes) of each class:
+        the block a planner places."""
+        out: dict[int, tuple[int, int, int]] = {}
+        for t, r in self.root.items():
+            lo, hi, size = self.first[t], self.last[t], aligned(self.graph.nbytes[t])
+            if r in out:
+                plo, phi, psize = out[r]
+                lo, hi, size = min(lo, plo), max(hi, phi), max(size, psize)
+            out[r] = (lo, hi, size)
+        return out
+
+    def live_at(self, step: int) -> set[int]:
+        """Tensors live while op ``step`` runs (-1: the graph inputs, written
+        together before op 0)."""
+        return {t for t in self.first if self.first[t] <= step <= self.last[t]}
+
+    def class_bytes(self, tensors) -> int:
+        """Aligned bytes of the alias classes of ``tensors``, each counted once."""
+        cls = self.classes()
+        return sum(cls[r][2] for r in {self.root[t] for t in tensors})
+
+    def lower_bound(self) -> int:
+        """The least arena of any plan the parser accepts for this op order:
+        the most bytes of alias classes live at one step."""
+        return max(self.class_bytes(self.live_at(s)) for s in range(-1, len(self.graph.ops)))
+
+
+def lifetimes(g: ArenaGraph) -> tuple[dict[int, int], dict[int, int]]:
+    """first and last live step of every arena tensor that is ever live."""
+    end = len(g.ops)
+    first = {t: -1 for t in g.inputs}
+    last = {t: -1 for t in g.inputs}
+    for step, op in enumerate(g.ops):
+        for t in g.arena_inputs(op):
+            last[t] = max(last.get(t, step), step)
+        for t in op.outputs:
+            first.setdefault(t, step)
+            last[t] = max(last.get(t, step), step)
+    for t in g.outputs:
+        last[t] = end
+        first.setdefault(t, -1)  # an output nobody writes is the caller's (a graph input)
+    return first, last
+
+
+def may_alias(g: ArenaGraph, step: int, out: int, t: int | None, class_last: int) -> bool:
+    """May op ``step``'s output ``out`` occupy exactly the bytes of its input
+    ``t``, whose alias class is live until ``class_last``?"""
+    op = g.ops[step]
+    mode = aliasing(op.name)
+    if mode == "NONE" or t is None or not g.in_arena[t] or g.nbytes[t] != g.nbytes[out]:
+        return False
+    if mode == "VIEW":
+        return t == op.inputs[0]
+    return class_last <= step  # IN_PLACE: nothing on those bytes is read after the op
+
+
+def liveness(g: ArenaGraph) -> Liveness:
+    """Lifetimes and the alias classes the rule forms, in op order: each
+    VIEW/IN_PLACE output joins the class of the first input it may alias."""
+    first, last = lifetimes(g)
+    parent = {t: t for t in first}
+    class_last = dict(last)
+
+    def find(t: int) -> int:
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+
+    for step, op in enumerate(g.ops):
+        if aliasing(op.name) == "NONE":
+            continue
+        out = op.outputs[0]
+        if out in g.pinned:
+            continue
+        for t in op.inputs:
+            if t is None or t in g.pinned or t not in parent:
+                continue
+            r = find(t)
+            if may_alias(g, step, out, t, class_last[r]):
+                parent[find(out)] = r
+                class_last[r] = max(class_last[r], class_last[out])
+                break
+    return Liveness(g, first, last, {t: find(t) for t in first})
