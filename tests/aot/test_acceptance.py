@@ -1,4 +1,4 @@
-"""Issue 3's acceptance list, bullet by bullet, end to end with EspNNQuantizer:
+"""The backend's acceptance list, bullet by bullet, end to end with EspNNQuantizer:
 quantize (PT2E) -> torch.export -> to_espnn_edge -> native parser / host run
 against the convert_pt2e model.
 
