@@ -1,5 +1,5 @@
-"""The writer picks an execution order that lowers the arena (issue 8: "an
-execution order that lowers the peak").
+"""The writer picks an execution order that lowers the arena (the peak of
+live activation bytes).
 
 The order the lowering emits ops in is the exported graph's topological
 order. On parallel branches it can keep every branch's large intermediate
@@ -127,16 +127,11 @@ def _lower(quantized, example):
 
 @pytest.fixture(scope="module")
 def quantized_two_branch():
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from executorch_espnn.quantizer import EspNNQuantizer
+    from executorch_espnn import quantize
 
     torch.manual_seed(0)
     example = (torch.randn(1, 8, 16, 16),)
-    gm = torch.export.export(TwoBranch().eval(), example).module(check_guards=False)
-    gm = prepare_pt2e(gm, EspNNQuantizer())
-    gm(*example)
-    return convert_pt2e(gm), example
+    return quantize(TwoBranch(), example, [example]), example
 
 
 def test_lowering_schedules_branches_for_a_smaller_arena(quantized_two_branch, monkeypatch):
