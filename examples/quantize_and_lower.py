@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from executorch_espnn import delegation_report, quantize, to_espnn_edge
-from executorch_espnn.host_run import run_edge_program
+from executorch_espnn.runtime import run_edge_program
 from executorch_espnn.models import tiny_cnn
 from executorch_espnn.runtime import compare_with
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from executorch_espnn import _native
-from executorch_espnn.host_run import run_edge_program
+from executorch_espnn.runtime import run_edge_program
 from executorch_espnn.pipeline import delegate_payloads as payloads  # noqa: F401 - the tests import both from here
 from executorch_espnn.pipeline import output_scales  # noqa: F401
 

@@ -6,7 +6,7 @@ delegate:
 
 * fallback (``to_espnn_edge``, the default): the nodes ESP-NN cannot take stay
   on the CPU and ``delegation_report`` gives each one's reason; whatever is
-  delegated runs natively (``host_run.run_edge_program``) within 1 LSB of the
+  delegated runs natively (``runtime.run_edge_program``) within 1 LSB of the
   ``convert_pt2e`` model;
 * strict mode (``allow_cpu_fallback=False``): a ``RuntimeError`` whose message
   names each such node, its op and the same reason.
@@ -34,7 +34,7 @@ from torchao.quantization.pt2e.quantizer import (  # noqa: E402
 
 from executorch_espnn import delegation_report, output_scales, to_espnn_edge  # noqa: E402
 from executorch_espnn import quantize as espnn_quantize  # noqa: E402
-from executorch_espnn.host_run import run_edge_program  # noqa: E402
+from executorch_espnn.runtime import run_edge_program  # noqa: E402
 from executorch_espnn.quantizer import (  # noqa: E402
     EspNNQuantizationConfig, EspNNQuantizer, get_espnn_quantization_config)
 

@@ -161,7 +161,7 @@ class HostRunner:
             from ..runtime import run_pte
 
             return run_pte(None, list(inputs), self.method, program=self.program)
-        from ..host_run import run_edge_program
+        from ..runtime import run_edge_program
 
         return run_edge_program(self.edge, list(inputs), self.method)[0]
 
@@ -192,7 +192,8 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
     quantized PyTorch model: measured always, a gate only with `tolerance_lsb`."""
     import torch
 
-    from .host import Comparison, as_list, output_scales
+    from ..pipeline import output_scales
+    from .compare import Comparison, as_list
 
     scales = output_scales(quantized)
     vs_model = Comparison(scales, float_rtol=FLOAT_RTOL)
@@ -208,7 +209,7 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
-                from ..host_run import run_edge_program
+                from ..runtime import run_edge_program
 
                 vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
             agree += int((_top1(got[0]) == _top1(want[0])).sum())
@@ -231,7 +232,8 @@ def accuracy(model, quantized, runner: HostRunner, data) -> dict:
     the quantized model in output steps."""
     import torch
 
-    from .host import Comparison, as_list, output_scales
+    from ..pipeline import output_scales
+    from .compare import Comparison, as_list
 
     hits = {"float": 0, "quantized": 0, "delegate": 0}
     cmp = Comparison(output_scales(quantized)[:1])
