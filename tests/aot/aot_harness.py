@@ -4,7 +4,6 @@ convert_pt2e model (the PyTorch oracle)."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from executorch_espnn import _native
