@@ -10,7 +10,7 @@ Per model (docs/performance.md says what each column means and how to read it):
 
 * the float model comes from ``executorch_espnn.models`` (random weights,
   settled batch norm) and is quantized ONCE with EspNNQuantizer
-  (prepare_pt2e -> calibrate -> convert_pt2e);
+  (``executorch_espnn.quantize``: prepare_pt2e -> calibrate -> convert_pt2e);
 * that one quantized graph is exported and lowered two ways, each timed:
   ours (``to_espnn_edge`` -> ``to_executorch``) and no delegate at all
   (``to_edge`` -> ``to_executorch``: ExecuTorch's portable and quantized CPU
@@ -76,19 +76,6 @@ def make_model(name: str):
     return model, example, calibration
 
 
-def quantize(model, example, calibration):
-    import torch
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from executorch_espnn.quantizer import EspNNQuantizer
-
-    gm = torch.export.export(model, example).module(check_guards=False)
-    gm = prepare_pt2e(gm, EspNNQuantizer())
-    for batch in calibration:
-        gm(*batch)
-    return convert_pt2e(gm)
-
-
 # ---------------------------------------------------------------- lowering
 @dataclass
 class Lowered:
@@ -101,16 +88,13 @@ class Lowered:
 def lower_espnn(converted, example) -> tuple[Lowered, list[bytes]]:
     import torch
 
-    from executorch_espnn import to_espnn_edge
+    from executorch_espnn import delegate_payloads, to_espnn_edge
 
     t = time.perf_counter()
     edge = to_espnn_edge(torch.export.export(converted, example))
     pte = edge.to_executorch().buffer
     seconds = time.perf_counter() - t
-    gm = edge.exported_program().graph_module
-    payloads = [getattr(gm, n.args[0].target).processed_bytes for n in gm.graph.nodes
-                if getattr(n.target, "__name__", "") == "executorch_call_delegate"]
-    return Lowered(pte, seconds), payloads
+    return Lowered(pte, seconds), delegate_payloads(edge)
 
 
 def lower_xnnpack(converted, example) -> Lowered:
@@ -138,16 +122,13 @@ def lower_xnnpack_own_quantizer(model, example, calibration) -> Lowered:
     """Fallback when XNNPACK cannot run our convert_pt2e graph: XNNPACK's own
     quantizer (per-channel symmetric int8) on the same float model -- the
     same network, but not the same quantized numbers."""
-    import torch
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer, get_symmetric_quantization_config)
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    gm = torch.export.export(model, example).module(check_guards=False)
-    gm = prepare_pt2e(gm, XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True)))
-    for batch in calibration:
-        gm(*batch)
-    lowered = lower_xnnpack(convert_pt2e(gm), example)
+    from executorch_espnn import quantize
+
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    lowered = lower_xnnpack(quantize(model, example, calibration, quantizer=quantizer), example)
     lowered.note = "XNNPACKQuantizer on the same float model"
     return lowered
 
@@ -292,6 +273,7 @@ class Row:
 
 
 def bench(name: str, rounds: int, xtensa: bool, workdir: Path, xnn_same_graph: bool) -> Row:
+    from executorch_espnn import quantize
     from executorch_espnn.analysis import payload_metrics
 
     # Out variants of quantized_decomposed ops: needed by to_executorch for

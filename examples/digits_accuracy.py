@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from espnn_example import lower, output_scale, quantize, write_pte  # noqa: E402
-
+from espnn_example import lower, write_pte  # noqa: E402
+from executorch_espnn import output_scales, quantize  # noqa: E402
 from executorch_espnn.models import digits_cnn  # noqa: E402
 from executorch_espnn.runtime import load_program, run_pte  # noqa: E402
 
@@ -122,7 +122,7 @@ def evaluate(epochs: int = 8, batch: int = 50, output: Path = Path("build/digits
         float_top1=top1(float_logits, y_te), int8_top1=top1(int8_logits, y_te),
         delegate_top1=top1(delegate_logits, y_te), test_images=len(y_te),
         disagreements=int((delegate_logits.argmax(1) != int8_logits.argmax(1)).sum()),
-        max_lsb=float((delegate_logits - int8_logits).abs().max()) / output_scale(quantized),
+        max_lsb=float((delegate_logits - int8_logits).abs().max()) / output_scales(quantized)[0],
         partitions=len(forward["partitions"]), cpu_ops=forward["num_cpu_ops"])
 
 

@@ -1,7 +1,7 @@
-"""Steps every example shares, kept explicit so each example reads as the
-documented flow (README "Lowering a model"):
+"""Steps every example shares besides ``executorch_espnn.quantize`` (export,
+EspNNQuantizer, calibrate, convert), kept explicit so each example reads as
+the documented flow (README "Lowering a model"):
 
-    quantize()   torch.export -> prepare_pt2e(EspNNQuantizer) -> calibrate -> convert_pt2e
     lower()      torch.export -> to_espnn_edge -> delegation_report (printed)
     write_pte()  to_executorch() -> .pte file
     host_check() the .pte through executorch.runtime (EspNNBackend = the native
@@ -15,20 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from executorch_espnn import EspNNQuantizer, delegation_report, to_espnn_edge
+from executorch_espnn import delegation_report, output_scales, to_espnn_edge
 from executorch_espnn.runtime import compare_with
-
-
-def quantize(model, example_inputs, calibration, quantizer=None):
-    """ESP-NN int8 via PT2E; `calibration` is an iterable of input tuples."""
-    graph = torch.export.export(model.eval(), tuple(example_inputs)).module(check_guards=False)
-    prepared = prepare_pt2e(graph, quantizer if quantizer is not None else EspNNQuantizer())
-    with torch.no_grad():
-        for inputs in calibration:
-            prepared(*inputs)
-    return convert_pt2e(prepared)
 
 
 def lower(quantized, example_inputs, **options):
@@ -51,21 +40,12 @@ def write_pte(edge, path: Path) -> bytes:
     return data
 
 
-def output_scale(quantized) -> float | None:
-    """Scale of the graph output's final dequantize (the output's LSB), None if it is not int8."""
-    out = quantized.graph.output_node().args[0]
-    node = out[0] if isinstance(out, (list, tuple)) else out
-    if isinstance(node, torch.fx.Node) and "dequantize_per_tensor" in str(node.target):
-        return float(node.args[1])
-    return None
-
-
 def host_check(pte, quantized, inputs, label: str = "host run") -> float:
     """Runs the .pte on the host and compares with the quantized PyTorch model;
     prints and returns the largest difference in output LSBs (or in absolute
     value when the output is float)."""
     result = compare_with(pte, quantized, inputs)
-    scale = output_scale(quantized)
+    scale = output_scales(quantized)[0]
     diff = result.max_abs_diff[0]
     got, want = result.outputs[0], result.expected[0]
     same_top1 = (got.argmax(-1) == want.argmax(-1)).float().mean().item()

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from espnn_example import host_check, lower, quantize, write_pte  # noqa: E402
-
+from espnn_example import host_check, lower, write_pte  # noqa: E402
+from executorch_espnn import quantize  # noqa: E402
 from executorch_espnn.models import ds_cnn  # noqa: E402
 from executorch_espnn.runtime import run_pte  # noqa: E402
 

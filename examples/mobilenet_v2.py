@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from espnn_example import cpu_compute_ops, host_check, lower, quantize, write_pte  # noqa: E402
-
+from espnn_example import cpu_compute_ops, host_check, lower, write_pte  # noqa: E402
+from executorch_espnn import quantize  # noqa: E402
 from executorch_espnn.models import mobilenet_v2, mobilenet_v3_small  # noqa: E402
 
 ARCHS = {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small}

@@ -19,10 +19,9 @@ import sys
 from pathlib import Path
 
 import torch
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from executorch_espnn import EspNNQuantizer, delegation_report, to_espnn_edge
-from executorch_espnn.host_run import run_edge_program
+from executorch_espnn import delegation_report, quantize, to_espnn_edge
+from executorch_espnn.runtime import run_edge_program
 from executorch_espnn.models import tiny_cnn
 from executorch_espnn.runtime import compare_with
 
@@ -35,12 +34,9 @@ def main(argv=None) -> int:
     model, example = tiny_cnn()
     torch.manual_seed(0)
 
-    # 1. Export and quantize (batch norm is folded by prepare_pt2e).
-    graph = torch.export.export(model, example).module(check_guards=False)
-    prepared = prepare_pt2e(graph, EspNNQuantizer())
-    for _ in range(8):
-        prepared(torch.randn(1, 3, 32, 32))
-    quantized = convert_pt2e(prepared)
+    # 1. Export and quantize: torch.export, EspNNQuantizer (batch norm folded),
+    #    calibration on a few batches, convert.
+    quantized = quantize(model, example, [(torch.randn(1, 3, 32, 32),) for _ in range(8)])
 
     # 2. Lower: the int8 region becomes an EspNNBackend delegate (XTS3 payload).
     edge = to_espnn_edge(torch.export.export(quantized, example))

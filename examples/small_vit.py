@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from espnn_example import cpu_compute_ops, host_check, lower, quantize, write_pte  # noqa: E402
-
+from espnn_example import cpu_compute_ops, host_check, lower, write_pte  # noqa: E402
+from executorch_espnn import quantize  # noqa: E402
 from executorch_espnn.models import small_vit  # noqa: E402
 
 # Ops the example expects on ESP-NN / on the CPU (the point of the example).

@@ -304,7 +304,7 @@ def test_regression_blobs_match_the_64_bit_binding(tools, hardening_corpus, vari
 @pytest.fixture(scope="session")
 def pte_corpus(tmp_path_factory) -> dict[str, Expected]:
     """.pte programs for the device's .pte check (espnn/pte_check.h): the
-    valid seeds of host/fuzz/corpus/et_pte, issue 13's two corrupted files,
+    valid seeds of host/fuzz/corpus/et_pte, the two corrupted files of tests/hardening/data,
     every truncation of original.pte and every byte of its flatbuffer part
     set to 0x00 and to 0xff; with the 64-bit binding's verdict per file."""
     d = tmp_path_factory.mktemp("pte_corpus")

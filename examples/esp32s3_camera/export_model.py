@@ -31,7 +31,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from espnn_example import host_check, lower, quantize, write_pte  # noqa: E402
+from espnn_example import host_check, lower, write_pte  # noqa: E402
+from executorch_espnn import quantize  # noqa: E402
 
 MEAN = (0.485, 0.456, 0.406)  # must match main.cpp
 STD = (0.229, 0.224, 0.225)

@@ -6,8 +6,13 @@ interpreter, the same C++ that runs on the ESP32) compiled for the host.
 The ExecuTorch-facing API is imported lazily, so ``import executorch_espnn``
 (and ``_native``, ``serialization``) work without torch or executorch:
 
-    EspNNQuantizer, EspNNPartitioner, EspNNBackend, to_espnn_edge,
-    delegation_report, EspNNCompileSpecBuilder
+    quantize, EspNNQuantizer, EspNNPartitioner, EspNNBackend, to_espnn_edge,
+    delegation_report, EspNNCompileSpecBuilder, delegate_payloads,
+    output_scales, QuantizationError
+
+``quantize(model, example_inputs, calibration, qat=...)`` is the whole PT2E
+flow (export, prepare, calibrate, convert) with ``EspNNQuantizer``; see
+``executorch_espnn.pipeline``.
 
 Importing the package also loads ``_et_backend`` (when it was built): that
 maps libexecutorch.so from the executorch wheel — not torch or executorch's
@@ -27,6 +32,10 @@ else:
     ET_BACKEND_ERROR = None
 
 _LAZY = {
+    "quantize": ("executorch_espnn.pipeline", "quantize"),
+    "QuantizationError": ("executorch_espnn.pipeline", "QuantizationError"),
+    "delegate_payloads": ("executorch_espnn.pipeline", "delegate_payloads"),
+    "output_scales": ("executorch_espnn.pipeline", "output_scales"),
     "EspNNQuantizer": ("executorch_espnn.quantizer", "EspNNQuantizer"),
     "EspNNPartitioner": ("executorch_espnn.partition", "EspNNPartitioner"),
     "EspNNBackend": ("executorch_espnn.lowering.backend", "EspNNBackend"),

@@ -1,13 +1,20 @@
-"""Run .pte programs on the host through ExecuTorch's own runtime.
+"""Run programs on the host: the .pte, or the lowered program before it.
 
-The program runs in ``executorch.runtime`` (the C++ runtime of the executorch
+A ``.pte`` runs in ``executorch.runtime`` (the C++ runtime of the executorch
 wheel): portable/CPU kernels for the CPU parts, and the C++ EspNNBackend
 delegate (the same code as on the ESP32, registered when ``executorch_espnn``
-is imported) for every ESP-NN partition.
+is imported) for every ESP-NN partition. ``missing_host_kernels`` names the
+CPU kernels a .pte calls that this runtime lacks.
 
-    from executorch_espnn.runtime import run_pte, compare_with
+Before serialization, ``run_edge_program`` executes a lowered program's Edge
+graph: every EspNNBackend delegate on the native runtime (the device C++
+compiled for the host, ``executorch_espnn._native``), every other node as the
+PyTorch op it is.
+
+    from executorch_espnn.runtime import run_pte, compare_with, run_edge_program
     outputs = run_pte("model.pte", [x])                  # list of torch tensors
     report = compare_with("model.pte", quantized, [x])   # vs the PyTorch model
+    outputs, delegate_calls = run_edge_program(edge, [x])
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from typing import Sequence
 from . import ET_BACKEND_ERROR, _et_backend
 from .pte_check import InvalidProgramError, check_pte
 
-__all__ = ["load_program", "run_pte", "compare_with", "Comparison", "check_pte", "InvalidProgramError"]
+__all__ = ["load_program", "run_pte", "compare_with", "Comparison", "check_pte", "InvalidProgramError",
+           "missing_host_kernels", "run_edge_program"]
 
 
 def _runtime():
@@ -110,3 +118,72 @@ def compare_with(pte, model, inputs: Sequence, method: str = "forward") -> Compa
         raise ValueError(f"the .pte returned {len(got)} outputs, the model {len(want)}")
     diffs = [float((g.double() - w.double()).abs().max()) if g.numel() else 0.0 for g, w in zip(got, want)]
     return Comparison(got, want, diffs)
+
+
+def missing_host_kernels(pte: bytes, method: str | None = None) -> list[str]:
+    """CPU kernels a .pte calls that this host's ExecuTorch runtime does not
+    register ([] when all are there or the runtime cannot be asked)."""
+    from .partition.report import pte_program
+
+    try:
+        from executorch.extension.pybindings import portable_lib
+
+        available = set(portable_lib._get_operator_names())
+    except Exception:  # noqa: BLE001 - a private helper; without it, just try to load
+        return []
+    wanted = set()
+    for plan in pte_program(pte).execution_plan:
+        if method is None or plan.name == method:
+            wanted |= {f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators}
+    return sorted(wanted - available)
+
+
+def run_edge_program(edge_manager, inputs, method: str = "forward") -> tuple[list, int]:
+    """Runs `method` of an EdgeProgramManager on `inputs` (torch tensors),
+    every EspNNBackend delegate on the native runtime.
+
+    Returns (outputs, number of delegate calls executed natively).
+    """
+    ep = edge_manager.exported_program(method)
+    user = iter(inputs)
+    feeds = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind.name == "USER_INPUT":
+            feeds.append(next(user))
+        elif spec.target in ep.state_dict:
+            feeds.append(ep.state_dict[spec.target])
+        else:
+            feeds.append(ep.constants[spec.target])
+    interp = _delegating_interpreter(ep.graph_module)
+    out = interp.run(*feeds)
+    return (list(out) if isinstance(out, (list, tuple)) else [out]), interp.delegate_calls
+
+
+def _delegating_interpreter(gm):
+    """A torch.fx.Interpreter of `gm` that runs executorch_call_delegate on
+    the native runtime (torch is imported here, not with this module)."""
+    import numpy as np
+    import torch
+
+    from . import _native
+
+    class DelegatingInterpreter(torch.fx.Interpreter):
+        def __init__(self, gm: torch.fx.GraphModule):
+            super().__init__(gm)
+            self.delegate_calls = 0
+            self._programs: dict[int, _native.Program] = {}
+
+        def call_function(self, target, args, kwargs):
+            if getattr(target, "__name__", "") != "executorch_call_delegate":
+                return super().call_function(target, args, kwargs)
+            lowered = args[0]
+            if lowered.backend_id != "EspNNBackend":
+                raise NotImplementedError(f"cannot run a {lowered.backend_id} delegate on the host")
+            program = self._programs.get(id(lowered))
+            if program is None:
+                program = self._programs[id(lowered)] = _native.Program(lowered.processed_bytes)
+            feeds = [np.ascontiguousarray(a.detach().cpu().numpy()) for a in args[1:]]
+            self.delegate_calls += 1
+            return tuple(torch.from_numpy(np.asarray(o)) for o in program.run(feeds))
+
+    return DelegatingInterpreter(gm)

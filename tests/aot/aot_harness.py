@@ -4,11 +4,12 @@ convert_pt2e model (the PyTorch oracle)."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from executorch_espnn import _native
-from executorch_espnn.host_run import run_edge_program
+from executorch_espnn.runtime import run_edge_program
+from executorch_espnn.pipeline import delegate_payloads as payloads  # noqa: F401 - the tests import both from here
+from executorch_espnn.pipeline import output_scales  # noqa: F401
 
 
 def export(converted, example_inputs):
@@ -17,17 +18,6 @@ def export(converted, example_inputs):
 
 def run_lowered(edge_manager, inputs, method="forward"):
     return run_edge_program(edge_manager, inputs, method)
-
-
-def output_scales(converted):
-    """Scale of each graph output's final dequantize (None for float outputs)."""
-    out = converted.graph.output_node().args[0]
-    outs = out if isinstance(out, (list, tuple)) else [out]
-    scales = []
-    for n in outs:
-        ok = isinstance(n, torch.fx.Node) and "dequantize_per_tensor" in str(n.target)
-        scales.append(float(n.args[1]) if ok else None)
-    return scales
 
 
 # The bound for a chain of quantized layers against the convert_pt2e model. That model
@@ -75,11 +65,6 @@ def cpu_nodes(edge_manager, method="forward"):
             continue
         out.append(n)
     return out
-
-
-def payloads(edge_manager, method="forward"):
-    gm = edge_manager.exported_program(method).graph_module
-    return [getattr(gm, n.args[0].target).processed_bytes for n in delegate_nodes(edge_manager, method)]
 
 
 def op_names(blob):

@@ -1,5 +1,5 @@
 """Reference networks for the end-to-end tests and the one quantization path
-they go through.
+they go through (``executorch_espnn.quantize``).
 
 The networks live in the model zoo (`executorch_espnn.models`): `MobileNetV2`
 (torchvision's `mobilenet_v2(width_mult=1.0)` layer for layer, 224x224),
@@ -17,14 +17,8 @@ __all__ = ["DSCNN", "InvertedResidual", "MobileNetV2", "conv_bn", "espnn_quantiz
 
 
 def espnn_quantize(model, example_inputs, calibration=None, quantizer=None):
-    """export -> prepare_pt2e(EspNNQuantizer) -> calibrate -> convert_pt2e (the GraphModule)."""
-    import torch
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    """``executorch_espnn.quantize`` (the convert_pt2e GraphModule), calibrated
+    on the example inputs alone when the test gives no calibration."""
+    from executorch_espnn import quantize
 
-    from executorch_espnn.quantizer import EspNNQuantizer
-
-    gm = torch.export.export(model.eval(), tuple(example_inputs)).module(check_guards=False)
-    gm = prepare_pt2e(gm, quantizer if quantizer is not None else EspNNQuantizer())
-    for inputs in calibration or [example_inputs]:
-        gm(*inputs)
-    return convert_pt2e(gm)
+    return quantize(model, example_inputs, calibration or [example_inputs], quantizer=quantizer)

@@ -1,4 +1,4 @@
-"""Issue 3's acceptance list, bullet by bullet, end to end with EspNNQuantizer:
+"""The backend's acceptance list, bullet by bullet, end to end with EspNNQuantizer:
 quantize (PT2E) -> torch.export -> to_espnn_edge -> native parser / host run
 against the convert_pt2e model.
 
@@ -39,7 +39,7 @@ from torch import nn  # noqa: E402
 
 from aot_harness import compare, cpu_nodes, delegate_nodes, op_names, output_scales, payloads  # noqa: E402
 from executorch_espnn import EspNNQuantizer, _native, delegation_report, to_espnn_edge  # noqa: E402
-from executorch_espnn.host_run import run_edge_program  # noqa: E402
+from executorch_espnn.runtime import run_edge_program  # noqa: E402
 from models import espnn_quantize  # noqa: E402
 
 

@@ -27,16 +27,13 @@ def test_per_tensor_weights():
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    from executorch_espnn import _native, to_espnn_edge
+    from executorch_espnn import _native, quantize, to_espnn_edge
 
-    model = nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 4 * 4, 5)).eval()
+    model = nn.Sequential(nn.Conv2d(3, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 4 * 4, 5))
     x = (torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(1)),)
-    gm = torch.export.export(model, x).module(check_guards=False)
-    gm = prepare_pt2e(gm, XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=False)))
-    gm(*x)
-    converted = convert_pt2e(gm)
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=False))
+    converted = quantize(model, x, [x], quantizer=quantizer)
     edge = to_espnn_edge(export(converted, x), allow_cpu_fallback=False)
     outputs, _ = run_lowered(edge, list(x))
     compare(outputs, [converted(*x)], output_scales(converted), "per-tensor")

@@ -19,7 +19,7 @@ import torch  # noqa: E402
 
 from aot_harness import CHAIN_LSB, compare, delegate_nodes, output_scales, payloads  # noqa: E402
 from executorch_espnn import _native, delegation_report, to_espnn_edge  # noqa: E402
-from executorch_espnn.host_run import run_edge_program  # noqa: E402
+from executorch_espnn.runtime import run_edge_program  # noqa: E402
 from executorch_espnn.lowering.registry import lookup  # noqa: E402
 from models import DSCNN, MobileNetV2, espnn_quantize, settle_batch_norm  # noqa: E402
 

@@ -1,5 +1,6 @@
-"""EspNNQuantizer: export -> prepare_pt2e -> calibrate -> convert_pt2e on small modules,
-then the converted graph is inspected (which values are int8, with which qparams).
+"""EspNNQuantizer: export -> prepare_pt2e -> calibrate -> convert_pt2e
+(executorch_espnn.quantize, or torchao's calls where a test edits the graph or
+reads the prepared model) on small modules, then the converted graph is inspected (which values are int8, with which qparams).
 
 The oracle is PyTorch itself: the q/dq nodes convert_pt2e writes and the float model.
 """
@@ -22,6 +23,7 @@ from torchao.quantization.pt2e.quantize_pt2e import (  # noqa: E402
 from torchao.quantization.pt2e.quantizer import QuantizationSpec  # noqa: E402
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY  # noqa: E402
 
+from executorch_espnn import quantize as espnn_quantize  # noqa: E402
 from executorch_espnn.quantizer import (  # noqa: E402
     EspNNQuantizationConfig,
     EspNNQuantizer,
@@ -44,15 +46,9 @@ def _inputs(shape, n=4, seed=0):
 
 
 def quantize(model, shape, quantizer=None, calib=None):
-    """Export, prepare, calibrate and convert; returns (converted gm, calibration inputs)."""
-    model = model.eval()
+    """executorch_espnn.quantize; returns (converted gm, calibration inputs)."""
     calib = calib or _inputs(shape)
-    gm = torch.export.export(model, calib[0]).module()
-    prepared = prepare_pt2e(gm, quantizer or EspNNQuantizer())
-    with torch.no_grad():
-        for args in calib:
-            prepared(*args)
-    return convert_pt2e(prepared), calib
+    return espnn_quantize(model, calib[0], calib, quantizer=quantizer), calib
 
 
 def calls(gm, *targets):
@@ -303,10 +299,7 @@ def test_runtime_computed_weight_stays_float():
         def forward(self, x, w):
             return F.linear(x, w)
 
-    gm = torch.export.export(M(), (torch.randn(2, 4), torch.randn(3, 4))).module()
-    prepared = prepare_pt2e(gm, EspNNQuantizer())
-    prepared(torch.randn(2, 4), torch.randn(3, 4))
-    q = convert_pt2e(prepared)
+    q = espnn_quantize(M(), (torch.randn(2, 4), torch.randn(3, 4)), [(torch.randn(2, 4), torch.randn(3, 4))])
     assert is_float_op(one(q, aten.linear.default))
 
 
@@ -348,10 +341,7 @@ def test_integer_add_is_left_alone():
         def forward(self, x, n):
             return torch.sigmoid(x), n + 1
 
-    gm = torch.export.export(M(), (torch.randn(3), torch.tensor([2]))).module()
-    prepared = prepare_pt2e(gm, EspNNQuantizer())
-    prepared(torch.randn(3), torch.tensor([2]))
-    q = convert_pt2e(prepared)
+    q = espnn_quantize(M(), (torch.randn(3), torch.tensor([2])), [(torch.randn(3), torch.tensor([2]))])
     assert is_float_op(one(q, aten.add.Tensor))
     assert q(torch.zeros(3), torch.tensor([2]))[1].dtype == torch.int64
 
@@ -628,10 +618,7 @@ def test_layout_op_on_graph_input_feeding_float_stays_float():
         def forward(self, x):
             return torch.sigmoid(x), x.reshape(-1)
 
-    gm = torch.export.export(M(), (torch.randn(2, 3),)).module()
-    prepared = prepare_pt2e(gm, EspNNQuantizer())
-    prepared(torch.randn(2, 3))
-    q = convert_pt2e(prepared)
+    q = espnn_quantize(M(), (torch.randn(2, 3),), [(torch.randn(2, 3),)])
     assert is_float_op(one(q, aten.reshape.default))
 
 

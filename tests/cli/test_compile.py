@@ -133,9 +133,9 @@ def test_tolerance_lsb_makes_the_quantized_model_a_gate(tmp_path):
 
 
 def test_without_a_host_kernel_the_lowered_program_is_verified_instead(tmp_path, monkeypatch):
-    from executorch_espnn.cli import host
+    from executorch_espnn import runtime
 
-    monkeypatch.setattr(host, "missing_host_kernels", lambda pte, method=None: ["quantized_decomposed::fake.out"])
+    monkeypatch.setattr(runtime, "missing_host_kernels", lambda pte, method=None: ["quantized_decomposed::fake.out"])
     r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "e.pte", "-q")
     assert r.code == 0, r
     assert "lacks CPU kernel(s) quantized_decomposed::fake.out" in r.err

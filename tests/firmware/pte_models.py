@@ -25,18 +25,12 @@ INPUT_SHAPE = (1, 3, 8, 8)
 def conv_then_cpu_pte() -> bytes:
     """.pte bytes of ConvThenCpu, quantized with EspNNQuantizer and lowered
     with CPU fallback (one EspNNBackend delegate + portable sin)."""
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from executorch_espnn import EspNNQuantizer, to_espnn_edge
+    from executorch_espnn import quantize, to_espnn_edge
 
     torch.manual_seed(0)
-    model = ConvThenCpu().eval()
+    model = ConvThenCpu()
     example = (torch.randn(*INPUT_SHAPE),)
-    gm = torch.export.export(model, example).module(check_guards=False)
-    gm = prepare_pt2e(gm, EspNNQuantizer())
     g = torch.Generator().manual_seed(1)
-    for _ in range(4):
-        gm(torch.randn(*INPUT_SHAPE, generator=g))
-    q = convert_pt2e(gm)
+    q = quantize(model, example, [(torch.randn(*INPUT_SHAPE, generator=g),) for _ in range(4)])
     edge = to_espnn_edge(torch.export.export(q, example), allow_cpu_fallback=True)
     return bytes(edge.to_executorch().buffer)

@@ -110,7 +110,7 @@ def test_every_portable_device_source_is_built_for_xtensa(xtensa):
 
 def test_xtensa_source_check_takes_kernels_from_outside_the_repo(tmp_path, monkeypatch):
     """With $ESPNN_DIR the Xtensa build compiles ESP-NN's own sources, which
-    lie outside the repository (issue 13: this check raised ValueError from
+    lie outside the repository (this check once raised ValueError from
     Path.relative_to on them). They are not ours to account for; a portable
     device source missing from the build is still reported. Needs no
     cross-compiler: it checks the source list that build() would compile."""

@@ -146,7 +146,7 @@ def test_errors_are_result_lines(pte_runner, suite, tmp_path):
 
 
 def test_corrupt_programs_are_refused_before_executorch_loads_them(pte_runner, tmp_path):
-    """Issue 13's corrupted programs (tests/hardening/data) in a suite: the
+    """The corrupted programs of tests/hardening/data in a suite: the
     runner's check (espnn/pte_check.h) refuses each one as a load error,
     naming the delegate field; without it ExecuTorch's load_method would
     dereference mutated-segv.pte's missing processed-data reference

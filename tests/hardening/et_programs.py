@@ -24,24 +24,15 @@ class EtProgram:
 
 
 def _lower(name: str, make_model, shape, seed: int = 0) -> EtProgram:
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from executorch_espnn import EspNNQuantizer, to_espnn_edge
+    from executorch_espnn import delegate_payloads, quantize, to_espnn_edge
 
     torch.manual_seed(seed)  # the weights: same program, same payload bytes, every time
-    model = make_model().eval()
+    model = make_model()
     g = torch.Generator().manual_seed(seed)
     example = (torch.randn(*shape, generator=g),)
-    gm = torch.export.export(model, example).module(check_guards=False)
-    gm = prepare_pt2e(gm, EspNNQuantizer())
-    for _ in range(4):
-        gm(torch.randn(*shape, generator=g))
-    q = convert_pt2e(gm)
+    q = quantize(model, example, [(torch.randn(*shape, generator=g),) for _ in range(4)])
     edge = to_espnn_edge(torch.export.export(q, example))
-    graph = edge.exported_program().graph_module
-    payloads = [bytes(getattr(graph, n.target).processed_bytes) for n in graph.graph.nodes
-                if n.op == "get_attr" and n.target.startswith("lowered_module")
-                and getattr(graph, n.target).backend_id == "EspNNBackend"]
+    payloads = delegate_payloads(edge)
     return EtProgram(name, edge.to_executorch().buffer, payloads)
 
 

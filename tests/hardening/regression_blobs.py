@@ -1,5 +1,5 @@
 """Hand-built XTS3 blobs, one group per defect class that the runtime once
-had or that hostile payloads aim at (issue 6, "Regression tests").
+had or that hostile payloads aim at.
 
 Each ``Case`` carries the blob and what the parser must say: ``expect`` is a
 regular expression the rejection message must match, or ``None`` for a blob

@@ -1,4 +1,4 @@
-"""Corrupted .pte files (issue 13): the check every loader runs before
+"""Corrupted .pte files (tests/hardening/data): the check every loader runs before
 ExecuTorch's (espnn::pte::CheckProgram, through _native.check_pte) and what
 users see.
 

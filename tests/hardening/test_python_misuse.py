@@ -1,4 +1,4 @@
-"""Python misuse (issue 6, item 3): what the AOT flow does with models and
+"""Python misuse: what the AOT flow does with models and
 configurations ESP-NN cannot serve.
 
 Every case ends in one of two ways, never in a crash or a silently wrong
@@ -6,7 +6,7 @@ delegate:
 
 * fallback (``to_espnn_edge``, the default): the nodes ESP-NN cannot take stay
   on the CPU and ``delegation_report`` gives each one's reason; whatever is
-  delegated runs natively (``host_run.run_edge_program``) within 1 LSB of the
+  delegated runs natively (``runtime.run_edge_program``) within 1 LSB of the
   ``convert_pt2e`` model;
 * strict mode (``allow_cpu_fallback=False``): a ``RuntimeError`` whose message
   names each such node, its op and the same reason.
@@ -29,12 +29,12 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from torchao.quantization.pt2e import MinMaxObserver  # noqa: E402
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e  # noqa: E402
 from torchao.quantization.pt2e.quantizer import (  # noqa: E402
     QuantizationAnnotation, QuantizationSpec, Quantizer)
 
-from executorch_espnn import delegation_report, to_espnn_edge  # noqa: E402
-from executorch_espnn.host_run import run_edge_program  # noqa: E402
+from executorch_espnn import delegation_report, output_scales, to_espnn_edge  # noqa: E402
+from executorch_espnn import quantize as espnn_quantize  # noqa: E402
+from executorch_espnn.runtime import run_edge_program  # noqa: E402
 from executorch_espnn.quantizer import (  # noqa: E402
     EspNNQuantizationConfig, EspNNQuantizer, get_espnn_quantization_config)
 
@@ -52,10 +52,7 @@ def rand(*shape, seed=1):
 
 def quantize(model, inputs, quantizer=None):
     torch.manual_seed(0)
-    gm = torch.export.export(model.eval(), inputs).module(check_guards=False)
-    gm = prepare_pt2e(gm, quantizer or EspNNQuantizer())
-    gm(*inputs)
-    return convert_pt2e(gm)
+    return espnn_quantize(model, inputs, [inputs], quantizer=quantizer)
 
 
 def float_outputs(converted, inputs):
@@ -63,14 +60,9 @@ def float_outputs(converted, inputs):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
-def output_scales(converted):
-    """Scale of each graph output's dequantize (None: a float output)."""
-    if not isinstance(converted, torch.fx.GraphModule):
-        return None  # a float nn.Module
-    out = converted.graph.output_node().args[0]
-    outs = out if isinstance(out, (list, tuple)) else [out]
-    return [float(n.args[1]) if "dequantize_per_tensor" in str(getattr(n, "target", "")) else None
-            for n in outs]
+def quantized_output_scales(converted):
+    """output_scales of a convert_pt2e GraphModule; None for a float nn.Module."""
+    return output_scales(converted) if isinstance(converted, torch.fx.GraphModule) else None
 
 
 def runs_like_pytorch(edge, converted, inputs, run_inputs=None):
@@ -81,7 +73,7 @@ def runs_like_pytorch(edge, converted, inputs, run_inputs=None):
     outputs, calls = run_edge_program(edge, run_inputs)
     refs = float_outputs(converted, run_inputs)
     assert len(outputs) == len(refs)
-    scales = output_scales(converted) or [None] * len(refs)
+    scales = quantized_output_scales(converted) or [None] * len(refs)
     for i, (o, r, s) in enumerate(zip(outputs, refs, scales)):
         assert o.shape == r.shape and o.dtype == r.dtype, (i, o.shape, r.shape, o.dtype, r.dtype)
         if s is None:

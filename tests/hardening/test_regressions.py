@@ -1,4 +1,5 @@
-"""One named regression test per defect class of issue 6 (the index).
+"""One named regression test per defect class the runtime once had or hostile
+payloads aim at (the index).
 
 Each test runs the hand-built blobs of tests/hardening/regression_blobs.py
 through the 64-bit Python binding: a blob that must be refused is refused

@@ -70,11 +70,8 @@ def test_in_place_output_may_not_take_the_bytes_of_a_view_whose_base_is_read_lat
 def _zoo_payloads() -> list[tuple[str, bytes]]:
     torch = pytest.importorskip("torch")
     pytest.importorskip("executorch")
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
+    from executorch_espnn import delegate_payloads, quantize, to_espnn_edge
     from executorch_espnn import models as M
-    from executorch_espnn import to_espnn_edge
-    from executorch_espnn.quantizer import EspNNQuantizer
 
     zoo = {"tiny_cnn": M.tiny_cnn, "digits_cnn": M.digits_cnn, "ds_cnn": M.ds_cnn,
            "mobilenet_v2_96": lambda: M.mobilenet_v2(num_classes=10, resolution=96),
@@ -84,14 +81,8 @@ def _zoo_payloads() -> list[tuple[str, bytes]]:
     out = []
     for name, make in zoo.items():
         model, example = make()
-        gm = torch.export.export(model, example).module(check_guards=False)
-        gm = prepare_pt2e(gm, EspNNQuantizer())
-        gm(*example)
-        edge = to_espnn_edge(torch.export.export(convert_pt2e(gm), example))
-        g = edge.exported_program().graph_module
-        delegates = [n for n in g.graph.nodes if getattr(n.target, "__name__", "") == "executorch_call_delegate"]
-        out += [(f"{name}[{i}]", bytes(getattr(g, n.args[0].target).processed_bytes))
-                for i, n in enumerate(delegates)]
+        edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example))
+        out += [(f"{name}[{i}]", p) for i, p in enumerate(delegate_payloads(edge))]
     return out
 
 

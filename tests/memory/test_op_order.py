@@ -126,16 +126,11 @@ def _lower(quantized, example):
 
 @pytest.fixture(scope="module")
 def quantized_two_branch():
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from executorch_espnn.quantizer import EspNNQuantizer
+    from executorch_espnn import quantize
 
     torch.manual_seed(0)
     example = (torch.randn(1, 8, 16, 16),)
-    gm = torch.export.export(TwoBranch().eval(), example).module(check_guards=False)
-    gm = prepare_pt2e(gm, EspNNQuantizer())
-    gm(*example)
-    return convert_pt2e(gm), example
+    return quantize(TwoBranch(), example, [example]), example
 
 
 def test_lowering_schedules_branches_for_a_smaller_arena(quantized_two_branch, monkeypatch):

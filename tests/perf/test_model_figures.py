@@ -1,5 +1,5 @@
-"""Issue 8's acceptance figures on the zoo models, lowered end to end
-(EspNNQuantizer -> convert_pt2e -> to_espnn_edge), from the delegate
+"""The memory and SIMD figures the zoo models must reach, lowered end to end
+(executorch_espnn.quantize -> to_espnn_edge), from the delegate
 payloads by executorch_espnn.analysis:
 
 * DS-CNN (MLPerf Tiny KWS): activation arena <= 16,000 bytes, TFLite Micro's
@@ -20,25 +20,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from executorch_espnn import models, to_espnn_edge  # noqa: E402
+from executorch_espnn import delegate_payloads, models, quantize, to_espnn_edge  # noqa: E402
 from executorch_espnn.analysis import payload_metrics  # noqa: E402
 
 TFLM_DS_CNN_ACTIVATION_ARENA = 16_000
 
 
 def lowered_metrics(model, example):
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    from executorch_espnn.quantizer import EspNNQuantizer
-
-    gm = torch.export.export(model, example).module(check_guards=False)
-    gm = prepare_pt2e(gm, EspNNQuantizer())
-    gm(*example)
-    converted = convert_pt2e(gm)
+    converted = quantize(model, example, [example])
     edge = to_espnn_edge(torch.export.export(converted, example), allow_cpu_fallback=False)
-    gm = edge.exported_program().graph_module
-    blobs = [getattr(gm, n.args[0].target).processed_bytes for n in gm.graph.nodes
-             if getattr(n.target, "__name__", "") == "executorch_call_delegate"]
+    blobs = delegate_payloads(edge)
     assert len(blobs) == 1, "expected the whole model in one ESP-NN partition"
     return payload_metrics(blobs[0])
 

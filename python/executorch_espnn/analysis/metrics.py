@@ -35,22 +35,6 @@ class PayloadMetrics:
         """MAC-weighted share of SIMD-eligible work (1.0 for a graph without MACs)."""
         return self.s3_simd_macs / self.macs if self.macs else 1.0
 
-    @property
-    def arena_over_bound(self) -> float:
-        """arena_bytes / arena_lower_bound - 1 (0.0 = optimal for this order)."""
-        return self.arena_bytes / self.arena_lower_bound - 1 if self.arena_lower_bound else 0.0
-
-    def as_dict(self) -> dict:
-        return {
-            "arena_bytes": self.arena_bytes,
-            "arena_lower_bound": self.arena_lower_bound,
-            "scratch_bytes": self.scratch_bytes,
-            "macs": self.macs,
-            "s3_simd_macs": self.s3_simd_macs,
-            "s3_simd_fraction": self.s3_simd_fraction,
-            "ops": [vars(o) for o in self.ops],
-        }
-
 
 def payload_metrics(blob) -> PayloadMetrics:
     """Figures of an XTS3 blob (bytes) or of its native summary (dict)."""

@@ -140,8 +140,9 @@ def depthwise_conv2d(summary: dict, op: dict) -> S3Path:
 def fully_connected(summary: dict, op: dict) -> S3Path:
     """§5.1 FC: filter_offset == 0, row_len >= 16 and the input 16-byte
     aligned -> C loop with an ACCX dot product; otherwise the s16 asm
-    (esp_nn_fc_s16_esp32s3). Both are vector paths. [runtime: misaligned
-    rows are copied to the aligned scratch first (issue #34).]"""
+    (esp_nn_fc_s16_esp32s3). Both are vector paths. [runtime: ESP-NN 1.2.3
+    on the S3 gives wrong results for an input row that is not 16-byte
+    aligned, so such rows are copied to the aligned scratch first.]"""
     p = op["params"]
     row = _t(summary, op["inputs"][1])["shape"][1]
     if p["filter_offset"] == 0 and row >= 16:

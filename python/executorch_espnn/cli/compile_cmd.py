@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     pipeline.add_planned_memory(report, pte)
 
     steps("running on the host runtime")
-    from .host import missing_host_kernels
+    from ..runtime import missing_host_kernels
 
     missing = missing_host_kernels(pte)
     if missing:

@@ -42,10 +42,6 @@ class LoweringError(CliError):
     exit_code = EXIT_LOWERING
 
 
-class VerificationFailed(CliError):
-    exit_code = EXIT_VERIFICATION_FAILED
-
-
 def one_line(text: str) -> str:
     """Collapses a (possibly multi-line) message to one line."""
     return " ".join(str(text).split())

@@ -8,59 +8,56 @@ from .errors import LoweringError, UsageError, one_line
 from .progress import progress
 
 
+def _export_failed(what: str, e: BaseException) -> LoweringError:
+    return LoweringError(f"torch.export of the {what} failed: {type(e).__name__}: {one_line(e)[:400]} "
+                         "(the model must be exportable with torch.export: no data-dependent Python control "
+                         "flow; see the PyTorch export docs)")
+
+
 def _export(model, example, what: str):
     import torch
 
     try:
         return torch.export.export(model, example)
     except Exception as e:
-        raise LoweringError(f"torch.export of the {what} failed: {type(e).__name__}: {one_line(e)[:400]} "
-                            "(the model must be exportable with torch.export: no data-dependent Python control "
-                            "flow; see the PyTorch export docs)") from e
+        raise _export_failed(what, e) from e
 
 
 def quantize(model, example, calib, qat_data, args, steps):
-    """(quantized GraphModule, QAT info or None)."""
-    import torch
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+    """(quantized GraphModule, QAT info or None): ``executorch_espnn.quantize``
+    with progress lines, and its failures as CliErrors."""
+    from ..pipeline import QuantizationError
+    from ..pipeline import quantize as pt2e_quantize
 
-    from ..quantizer import EspNNQuantizer, get_espnn_quantization_config
+    qat_info = {}
 
-    qat_info = None
+    def train(prepared):
+        qat_info.update(_train(prepared, qat_data, args.qat_epochs, args.qat_lr), data=qat_data.source)
+
+    def calibration():
+        steps(f"calibrating on {calib.source} ({len(calib.batches)} batch(es))")
+        for batch in progress(calib.batches, len(calib.batches), "calibrating"):
+            yield batch.inputs
+
     if args.qat_epochs:
         steps(f"exporting for QAT ({args.qat_epochs} epoch(s) on {qat_data.source})")
-        graph = _export(model.train(), example, "model (train mode)").module()
-        try:
-            prepared = prepare_qat_pt2e(graph, EspNNQuantizer(get_espnn_quantization_config(is_qat=True)))
-        except Exception as e:
-            raise LoweringError(f"preparing the model for QAT failed: {type(e).__name__}: {one_line(e)}") from e
-        qat_info = _train(prepared, qat_data, args.qat_epochs, args.qat_lr)
-        qat_info["data"] = qat_data.source
-        from torchao.quantization.pt2e import move_exported_model_to_eval
-
-        move_exported_model_to_eval(prepared)
-        model.eval()
     else:
         steps("exporting and preparing for quantization (EspNNQuantizer)")
-        graph = _export(model, example, "model").module(check_guards=False)
-        try:
-            prepared = prepare_pt2e(graph, EspNNQuantizer())
-        except Exception as e:
-            raise LoweringError(f"EspNNQuantizer could not annotate the model: {type(e).__name__}: "
-                                f"{one_line(e)}") from e
-    steps(f"calibrating on {calib.source} ({len(calib.batches)} batch(es))")
-    with torch.no_grad():
-        for k, batch in enumerate(progress(calib.batches, len(calib.batches), "calibrating")):
-            try:
-                prepared(*batch.inputs)
-            except Exception as e:
-                raise UsageError(f"calibration batch {k} from {calib.source} failed in the model: "
-                                 f"{type(e).__name__}: {one_line(e)[:300]}") from e
     try:
-        quantized = convert_pt2e(prepared)
-    except Exception as e:
-        raise LoweringError(f"convert_pt2e failed: {type(e).__name__}: {one_line(e)}") from e
-    return quantized, qat_info
+        quantized = pt2e_quantize(model, example, calibration(), qat=train if args.qat_epochs else None)
+    except QuantizationError as e:
+        cause = e.__cause__ or e
+        if e.step == "export":
+            raise _export_failed("model (train mode)" if args.qat_epochs else "model", cause) from cause
+        if e.step == "calibrate":
+            raise UsageError(f"calibration batch {e.batch} from {calib.source} failed in the model: "
+                             f"{type(cause).__name__}: {one_line(cause)[:300]}") from cause
+        if e.step == "prepare":
+            what = ("preparing the model for QAT failed" if args.qat_epochs
+                    else "EspNNQuantizer could not annotate the model")
+            raise LoweringError(f"{what}: {type(cause).__name__}: {one_line(cause)}") from cause
+        raise LoweringError(f"convert_pt2e failed: {type(cause).__name__}: {one_line(cause)}") from cause
+    return quantized, (qat_info or None)
 
 
 def _train(prepared, data, epochs: int, lr: float) -> dict:
@@ -164,7 +161,7 @@ class HostRunner:
             from ..runtime import run_pte
 
             return run_pte(None, list(inputs), self.method, program=self.program)
-        from ..host_run import run_edge_program
+        from ..runtime import run_edge_program
 
         return run_edge_program(self.edge, list(inputs), self.method)[0]
 
@@ -195,7 +192,8 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
     quantized PyTorch model: measured always, a gate only with `tolerance_lsb`."""
     import torch
 
-    from .host import Comparison, as_list, output_scales
+    from ..pipeline import output_scales
+    from .compare import Comparison, as_list
 
     scales = output_scales(quantized)
     vs_model = Comparison(scales, float_rtol=FLOAT_RTOL)
@@ -211,7 +209,7 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
-                from ..host_run import run_edge_program
+                from ..runtime import run_edge_program
 
                 vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
             agree += int((_top1(got[0]) == _top1(want[0])).sum())
@@ -234,7 +232,8 @@ def accuracy(model, quantized, runner: HostRunner, data) -> dict:
     the quantized model in output steps."""
     import torch
 
-    from .host import Comparison, as_list, output_scales
+    from ..pipeline import output_scales
+    from .compare import Comparison, as_list
 
     hits = {"float": 0, "quantized": 0, "delegate": 0}
     cmp = Comparison(output_scales(quantized)[:1])

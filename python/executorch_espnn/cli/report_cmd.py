@@ -53,7 +53,7 @@ def load_report(path: Path):
 
 def run(args: argparse.Namespace) -> int:
     from .document import print_summary, report_document, write_outputs
-    from .host import missing_host_kernels
+    from ..runtime import missing_host_kernels
 
     pte, report = load_report(args.pte)
     doc = report_document(pte_path=args.pte, pte_bytes=len(pte), report=report,

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from .. import runtime
-    from .host import Comparison
+    from .compare import Comparison
     from .report_cmd import read_checked_pte
 
     pte = read_checked_pte(args.pte)  # a corrupt file is exit 2 and never reaches ExecuTorch's loader

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable
 
 import torch
 from torch.fx import Node
@@ -232,16 +232,3 @@ def check_kernel_dims(values: dict[str, int], limit: int) -> None:
     for what, v in values.items():
         if v > limit:
             raise Unsupported(f"{what} = {v} exceeds ESP-NN's uint16 limit {limit}")
-
-
-def normalize_dims(dims: Sequence[int], rank: int) -> list[int]:
-    return sorted(d % rank for d in dims)
-
-
-def run_check(fn: Callable[[], Any]) -> str | None:
-    """Runs an analysis; returns its Unsupported message or None."""
-    try:
-        fn()
-    except Unsupported as e:
-        return str(e)
-    return None

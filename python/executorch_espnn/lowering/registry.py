@@ -81,11 +81,6 @@ def lookup(node: Node) -> OpLowering | None:
     return next((e for e in entries if e.when is None), None)
 
 
-def registered_ops() -> list[str]:
-    _ensure_loaded()
-    return sorted(_REGISTRY)
-
-
 def preserved_ops() -> list[str]:
     """ATen op names to keep from decomposition (ops_to_not_decompose)."""
     _ensure_loaded()

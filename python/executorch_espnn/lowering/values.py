@@ -20,7 +20,7 @@ fx node:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -86,6 +86,3 @@ class Value:
     @property
     def is_constant(self) -> bool:
         return self.const is not None
-
-    def with_layout(self, layout: str) -> "Value":
-        return replace(self, layout=layout)

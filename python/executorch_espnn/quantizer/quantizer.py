@@ -9,6 +9,9 @@ Usage::
     for x in calibration_data: prepared(x)
     quantized = convert_pt2e(prepared)
 
+    # the same steps in one call:
+    quantized = executorch_espnn.quantize(model, example_inputs, calibration, quantizer=quantizer)
+
 Which config governs a node: the innermost module named with ``set_module_name``
 that contains it, else the innermost module whose type was given to
 ``set_module_type``, else the global config. ``None`` keeps that part float, and every

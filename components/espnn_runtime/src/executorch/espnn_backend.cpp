@@ -346,9 +346,9 @@ class EspNNBackend final : public BackendInterface {
 };
 
 // Static registration. Nothing references these symbols: static-archive
-// builds must force this object in (ESP-IDF: the component's WHOLE_ARCHIVE;
-// TODO(issue 4, IDF CMake owner): add src/executorch/espnn_backend.cpp to the
-// component's SRCS when ExecuTorch is available to it, keeping WHOLE_ARCHIVE).
+// builds must force this object in (ESP-IDF: the component compiles this file
+// with CONFIG_ESPNN_EXECUTORCH_BACKEND and registers with WHOLE_ARCHIVE, see
+// components/espnn_runtime/CMakeLists.txt and docs/firmware.md).
 EspNNBackend g_backend;
 const executorch::runtime::Backend g_backend_entry{kBackendName, &g_backend};
 

@@ -1,42 +1,15 @@
-"""Running programs on the host and comparing outputs, for ``compile`` and ``run``.
+"""Comparing a program's outputs with a reference, for ``compile`` and ``run``:
+the largest difference per output over all samples, in output steps (LSB)
+for int8 outputs and with an absolute + relative bound for float ones.
 
-A ``.pte`` runs in ExecuTorch's own runtime (``executorch_espnn.runtime``):
-portable CPU kernels plus the C++ EspNNBackend. When the executorch wheel's
-runtime lacks a CPU kernel the program needs (the quantized
-``quantized_decomposed::*`` kernels are not in it), ``compile`` says which
-and verifies the lowered program instead (``host_run.run_edge_program``:
-every ESP-NN delegate on the native runtime, the CPU ops in PyTorch).
+Running the programs is ``executorch_espnn.runtime``'s (the ``.pte`` in
+ExecuTorch's runtime, or the lowered program with every ESP-NN delegate on the
+native runtime when the host's runtime lacks a CPU kernel the ``.pte`` calls).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-
-def missing_host_kernels(pte: bytes, method: str | None = None) -> list[str]:
-    """CPU kernels a .pte calls that this host's ExecuTorch runtime does not
-    register ([] when all are there or the runtime cannot be asked)."""
-    from ..partition.report import pte_program
-
-    try:
-        from executorch.extension.pybindings import portable_lib
-
-        available = set(portable_lib._get_operator_names())
-    except Exception:  # noqa: BLE001 - a private helper; without it, just try to load
-        return []
-    wanted = set()
-    for plan in pte_program(pte).execution_plan:
-        if method is None or plan.name == method:
-            wanted |= {f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators}
-    return sorted(wanted - available)
-
-
-def output_scales(quantized) -> list:
-    """Output quantization step of each output of a convert_pt2e graph (None
-    for an output that is not dequantized from int8)."""
-    out = next(n for n in quantized.graph.nodes if n.op == "output")
-    args = out.args[0] if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
-    return [float(a.args[1]) if "dequantize" in str(getattr(a, "target", "")) else None for a in args]
 
 
 def as_list(out) -> list:
