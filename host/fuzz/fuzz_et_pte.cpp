@@ -23,7 +23,7 @@
 // glue, the runtime and the kernels are instrumented; libexecutorch.so and
 // the wheel's CPU kernels are not, so inside them only a crash shows); an
 // ExecuTorch log line that is not valid UTF-8 (the executorch wheel's Python
-// binding aborts the process on one: issue 13's mutated-abort.pte); a
+// binding aborts the process on one: tests/hardening/data/mutated-abort.pte); a
 // rejection by CheckProgram without a one-line ASCII message.
 #include <stdio.h>
 #include <stdlib.h>

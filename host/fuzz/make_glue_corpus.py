@@ -12,7 +12,7 @@ matching tensors) and 0x41 (payload at an odd address, event tracer
 attached); the CNN's payload also once per tensor mismatch kind.
 fuzz_et_pte's seeds are the same programs' whole .pte files, plus
 tests/hardening/data/original.pte (a fully delegated CNN with hard-swish,
-sigmoid, softmax: the file issue 13's corrupted programs were mutated from).
+sigmoid, softmax: the file the corrupted programs in tests/hardening/data were mutated from).
 The directories' contents are replaced; the output is deterministic.
 """
 
