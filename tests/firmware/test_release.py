@@ -53,6 +53,46 @@ def test_missing_changelog_section_or_todo_is_refused(tmp_path):
     assert "no '## [" in r.stderr and "still has a TODO" in r.stderr
 
 
+def releasable_copy(tmp_path, pyproject_version: str | None):
+    """A root with the real manifest and CHANGELOG and a pyproject.toml whose
+    [project] version is `pyproject_version` (None: no version line)."""
+    (tmp_path / "components/espnn_runtime").mkdir(parents=True)
+    for f in ("components/espnn_runtime/idf_component.yml", "CHANGELOG.md"):
+        (tmp_path / f).write_text((REPO / f).read_text())
+    text = (REPO / "pyproject.toml").read_text()
+    line = "" if pyproject_version is None else f'version = "{pyproject_version}"\n'
+    text, n = re.subn(r'(?m)^version = "[^"]*"\n', line, text, count=1)
+    assert n == 1
+    (tmp_path / "pyproject.toml").write_text(text)
+    return tmp_path
+
+
+def test_package_version_is_the_release_version():
+    """The tag must also be v<pyproject.toml's [project] version>, the one
+    definition of the Python package's version."""
+    text = (REPO / "pyproject.toml").read_text()
+    assert re.search(rf'^\[project\]\n(?:.*\n)*?version = "{re.escape(manifest_version())}"', text, re.M)
+
+
+def test_package_and_component_versions_must_agree(tmp_path):
+    root = releasable_copy(tmp_path, "9.9.9")
+    r = check(f"v{manifest_version()}", root=root)
+    assert r.returncode == 1
+    assert f"pyproject.toml version '9.9.9' is not '{manifest_version()}'" in r.stderr, r.stderr
+    r = check("v9.9.9", root=root)
+    assert r.returncode == 1 and "(the version in components/espnn_runtime/idf_component.yml)" in r.stderr
+
+
+def test_a_pyproject_without_version_is_refused(tmp_path):
+    r = check(f"v{manifest_version()}", root=releasable_copy(tmp_path, None))
+    assert r.returncode == 1 and "pyproject.toml has no [project] version" in r.stderr, r.stderr
+
+
+def test_consistent_copy_is_releasable(tmp_path):
+    r = check(f"v{manifest_version()}", root=releasable_copy(tmp_path, manifest_version()))
+    assert r.returncode == 0, r.stderr
+
+
 def test_workflow_uploads_the_component_on_version_tags():
     wf = (REPO / ".github/workflows/upload-component.yml").read_text()
     assert re.search(r'tags: \["v\*"\]', wf)
