@@ -103,3 +103,30 @@ def test_workflow_uploads_the_component_on_version_tags():
         yaml = pytest.importorskip("yaml")
         doc = yaml.safe_load(wf)
         assert doc["jobs"]["upload"]["needs"] == "check"
+
+
+def test_pypi_workflow_builds_and_smoke_tests_every_wheel_before_publishing():
+    """.github/workflows/release.yml (never run here: no GitHub Actions, no
+    PyPI): on v* tags the release check, then cibuildwheel on the three
+    platforms (which smoke-tests each wheel, pyproject.toml) and the Linux
+    audit, the sdist built and smoke-tested, and only then trusted
+    publishing, on tags only."""
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load((REPO / ".github/workflows/release.yml").read_text())
+    on = doc[True] if True in doc else doc["on"]  # YAML 1.1 reads the key `on` as true
+    assert on["push"]["tags"] == ["v*"]
+    jobs = doc["jobs"]
+    assert "check_release.py" in " ".join(s.get("run", "") for s in jobs["check"]["steps"])
+    assert {e["os"] for e in jobs["wheels"]["strategy"]["matrix"]["include"]} == {
+        "ubuntu-24.04", "ubuntu-24.04-arm", "macos-14"}
+    wheel_steps = " ".join(s.get("run", "") for s in jobs["wheels"]["steps"])
+    assert "cibuildwheel==4.3.5" in wheel_steps and "python -m cibuildwheel" in wheel_steps
+    assert "check_wheel_audit.py" in wheel_steps
+    sdist_steps = " ".join(s.get("run", "") for s in jobs["sdist"]["steps"])
+    assert "build --sdist" in sdist_steps and "scripts/wheel-smoke.sh" in sdist_steps
+    publish = jobs["publish"]
+    assert set(publish["needs"]) == {"check", "wheels", "sdist"}
+    assert publish["if"] == "startsWith(github.ref, 'refs/tags/v')"
+    assert publish["permissions"]["id-token"] == "write" and publish["environment"]["name"] == "pypi"
+    assert [s["uses"] for s in publish["steps"] if "uses" in s][-1] == "pypa/gh-action-pypi-publish@release/v1"
+    assert not any("password" in (s.get("with") or {}) for s in publish["steps"])  # no token: OIDC
