@@ -40,8 +40,8 @@ def problem(*tools: str) -> str | None:
             missing.append(name)
     if not missing:
         return None
-    return ("no " + " and no ".join(missing) + " on PATH; this test compiles native code "
-            "(an installed wheel needs none)")
+    return ("not found on PATH: " + "; ".join(missing) + " (this test compiles native code; "
+            "an installed wheel needs none)")
 
 
 def required() -> bool:
