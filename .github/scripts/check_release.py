@@ -55,9 +55,9 @@ def problems(root: Path, tag: str, repository: str) -> list[str]:
         found.append(f"{PYPROJECT} has no [project] version")
     elif package_version != version:
         found.append(f"{PYPROJECT} version {package_version!r} is not {version!r}, the version in {MANIFEST}")
-    if tag != f"v{package_version or version}":
-        found.append(f"tag {tag!r} is not v{package_version or version} (the version in {PYPROJECT})")
-    if tag != f"v{version}" and version != package_version:
+    if package_version and tag != f"v{package_version}":
+        found.append(f"tag {tag!r} is not v{package_version} (the version in {PYPROJECT})")
+    if tag != f"v{version}" and version != package_version:  # (once is enough when they agree)
         found.append(f"tag {tag!r} is not v{version} (the version in {MANIFEST})")
     changelog = (root / "CHANGELOG.md").read_text() if (root / "CHANGELOG.md").is_file() else ""
     if not re.search(rf"^## \[{re.escape(version)}\]", changelog, re.M):
