@@ -80,7 +80,7 @@ for t in gcc cc c++ g++ clang clang++ ld cmake; do
 done
 
 echo "== compiler-less venv: pip install WHEEL[test]"
-env -u CC -u CXX PATH="$nocc_path" "$out/nocc/venv/bin/python" -m pip install -q "$wheel[test]"
+env -u CC -u CXX PATH="$nocc_path" "$out/nocc/venv/bin/python" -m pip install -q "${wheel}[test]"
 
 echo "== compiler-less venv: scripts/wheel-smoke.sh"
 env -u CC -u CXX PATH="$nocc_path" "$out/nocc/bin/bash" "$root/scripts/wheel-smoke.sh" "$root"
