@@ -44,6 +44,7 @@ def _expected(x1, x2, f):
     return [total, x1[:, :1], x1[:, 1:], q]
 
 
+@pytest.mark.smoke
 def test_several_inputs_and_outputs():
     prog = _native.Program(_graph())
     s = prog.summary()

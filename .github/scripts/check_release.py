@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Release consistency check of the component (run by
-.github/workflows/upload-component.yml before uploading, and by
-tests/firmware/test_release.py on every CI run):
+.github/workflows/upload-component.yml and .github/workflows/release.yml
+before uploading, and by tests/firmware/test_release.py on every CI run):
 
-- the tag is v<version> of components/espnn_runtime/idf_component.yml;
+- the tag is v<version> of pyproject.toml ([project] version, the one
+  definition of the package's version) and components/espnn_runtime/
+  idf_component.yml carries the same version;
 - CHANGELOG.md has a "## [<version>]" section;
 - the manifest's `repository` is the repository the workflow runs in, and
   url/documentation/issues/changelog point into it (a fork or a moved
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 MANIFEST = "components/espnn_runtime/idf_component.yml"
+PYPROJECT = "pyproject.toml"
 LINK_FIELDS = ("url", "documentation", "issues", "changelog")
 
 
@@ -34,12 +37,27 @@ def top_level_scalars(text: str) -> dict[str, str]:
     return out
 
 
+def project_version(text: str) -> str:
+    """`version = "..."` of pyproject.toml's [project] table ("" if none)."""
+    table = re.search(r"^\[project\][ \t]*\n(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    m = table and re.search(r'^version[ \t]*=[ \t]*"([^"]*)"', table.group(1), re.M)
+    return m.group(1) if m else ""
+
+
 def problems(root: Path, tag: str, repository: str) -> list[str]:
     text = (root / MANIFEST).read_text()
     fields = top_level_scalars(text)
     version = fields.get("version", "")
     found = []
-    if tag != f"v{version}":
+    pyproject = root / PYPROJECT
+    package_version = project_version(pyproject.read_text()) if pyproject.is_file() else ""
+    if not package_version:
+        found.append(f"{PYPROJECT} has no [project] version")
+    elif package_version != version:
+        found.append(f"{PYPROJECT} version {package_version!r} is not {version!r}, the version in {MANIFEST}")
+    if package_version and tag != f"v{package_version}":
+        found.append(f"tag {tag!r} is not v{package_version} (the version in {PYPROJECT})")
+    if tag != f"v{version}" and version != package_version:  # (once is enough when they agree)
         found.append(f"tag {tag!r} is not v{version} (the version in {MANIFEST})")
     changelog = (root / "CHANGELOG.md").read_text() if (root / "CHANGELOG.md").is_file() else ""
     if not re.search(rf"^## \[{re.escape(version)}\]", changelog, re.M):

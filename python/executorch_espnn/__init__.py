@@ -21,7 +21,21 @@ Python code — and registers the C++ EspNNBackend delegate there, so
 ``executorch_espnn.runtime`` and docs/runtime.md).
 """
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """The installed distribution's version: defined once, in pyproject.toml
+    ([project] version; the component manifest and the release tag must
+    agree with it, .github/scripts/check_release.py). A source tree on
+    PYTHONPATH without installed metadata (scripts/dev-build.sh) says so."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("executorch-espnn")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _version()
 
 try:  # registers EspNNBackend with ExecuTorch's C++ runtime
     from . import _et_backend

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import toolchain
+
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "examples/esp32s3_camera"
 STUBS = Path(__file__).resolve().parent / "camera_stubs"  # esp32-camera
@@ -93,10 +95,8 @@ def test_normalization_constants_agree():
 
 
 def cxx():
-    compiler = shutil.which("c++") or shutil.which("g++")
-    if compiler is None:
-        pytest.skip("no C++ compiler")
-    return compiler
+    toolchain.require("c++")
+    return next(shutil.which(c) for c in toolchain.CXX_COMPILERS if shutil.which(c))
 
 
 @pytest.fixture(scope="module")

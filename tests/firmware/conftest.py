@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import toolchain
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Filled by test_xtensa_sim.py, printed by pytest_terminal_summary.
@@ -19,9 +21,9 @@ XTENSA_REPORT: dict[str, list[str]] = {"icount": [], "size": []}
 
 def build_host_runner(build: Path, extra_flags: str = "") -> Path:
     """Configures host/CMakeLists.txt (tools on, no Python extension) and
-    builds the bundle_runner target; returns the executable."""
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake is not installed")
+    builds the bundle_runner target; returns the executable. Skipped without
+    cmake and a C/C++ compiler (failed under ESPNN_REQUIRE_TOOLCHAIN=1)."""
+    toolchain.require(*toolchain.cmake_build_tools())
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     configure = ["cmake", "-S", str(REPO / "host"), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
                  "-DESPNN_BUILD_PYTHON=OFF", "-DESPNN_BUILD_TOOLS=ON", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
@@ -99,10 +101,9 @@ def _et_root() -> Path:
 def pte_runner(tmp_path_factory, host_runner) -> Path:
     """main/'s .pte runner (tests/firmware/pte_host) built against the
     installed executorch wheel's libexecutorch.so; skipped when executorch
-    or cmake is missing."""
+    or the toolchain is missing (toolchain.require)."""
     pytest.importorskip("executorch")
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake is not installed")
+    toolchain.require(*toolchain.cmake_build_tools())
     et = _et_root()
     if not (et / "lib/libexecutorch.so").is_file():
         pytest.skip(f"the executorch wheel at {et} has no lib/libexecutorch.so (needs executorch >= 1.5)")

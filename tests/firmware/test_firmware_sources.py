@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+import toolchain
 
 from . import hello_model
 from .conftest import REPO
@@ -135,8 +134,7 @@ def test_library_defines_no_foreign_c_symbols(host_runner):
     """libespnn_runtime.a (what an application links): every defined C
     symbol is espnn_pal_*; et_pal_* only come from platform_et_pal.cpp,
     which the component compiles only with CONFIG_ESPNN_PAL_EXECUTORCH."""
-    if shutil.which("nm") is None:
-        pytest.skip("nm not installed")
+    toolchain.require("nm")
     lib = host_runner.parent / "espnn_runtime/libespnn_runtime.a"
     out = subprocess.run(["nm", "-g", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
     # (_Z: C++ names in namespace espnn; __: sanitizer/compiler-generated)

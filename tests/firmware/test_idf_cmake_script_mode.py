@@ -15,6 +15,8 @@ import subprocess
 
 import pytest
 
+import toolchain
+
 from .conftest import REPO
 
 # The part of ESP-IDF's component_get_requirements.cmake that matters here:
@@ -47,9 +49,8 @@ expand("{component}")
 
 
 def expand(tmp_path, component, target="esp32s3"):
+    toolchain.require("cmake")
     cmake = shutil.which("cmake")
-    if cmake is None:
-        pytest.skip("cmake is not installed")
     script = tmp_path / "expand.cmake"
     script.write_text(EXPANSION.format(target=target, component=component.as_posix()))
     return subprocess.run([cmake, "-P", str(script)], capture_output=True, text=True)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import toolchain
+
 from .conftest import REPO
 
 STUBS = REPO / "tests/firmware/idf_stubs"
@@ -66,9 +68,8 @@ def stubs_for(tmp_path, config: dict[str, str]) -> Path:
 
 
 def syntax_check(tmp_path, source, config: dict[str, str], includes) -> subprocess.CompletedProcess:
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
+    toolchain.require("c++")
+    cxx = next(shutil.which(c) for c in toolchain.CXX_COMPILERS if shutil.which(c))
     config = {**BASE, **config}
     if "IDF_TARGET_LINUX" in config:
         config.pop("ESP_DEFAULT_CPU_FREQ_MHZ")  # no CPU clock setting on linux

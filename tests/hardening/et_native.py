@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import toolchain
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -35,8 +37,8 @@ def build(build_dir: Path, targets: list[str], *, cc: str | None = None, cxx: st
     root, why = executorch_root()
     if root is None:
         return why
-    if shutil.which("cmake") is None:
-        return "cmake is not installed"
+    # Skips (fails under ESPNN_REQUIRE_TOOLCHAIN=1) without cmake and the compilers.
+    toolchain.require("cmake", cc or "cc", cxx or cc or "c++")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     env = {k: v for k, v in os.environ.items() if k != "ESPNN_DIR"}  # the stand-in kernels
     if cc:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import et_native
+import toolchain
 
 TSAN = "-O1 -g -fsanitize=thread -fno-omit-frame-pointer"
 ENV = {**os.environ, "TSAN_OPTIONS": "exitcode=66 halt_on_error=0 second_deadlock_stack=1"}
@@ -46,6 +47,7 @@ def _probe(d: Path) -> str | None:
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("tsan")
+    toolchain.require("cmake", "clang", "clang++")  # apt-get install clang libclang-rt-dev
     why = _probe(d)
     if why:
         pytest.skip(why)

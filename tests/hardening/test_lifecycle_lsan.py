@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import op_corpus
+import toolchain
 import xts3_mutations as xm
 from hardening import regression_blobs
 
@@ -45,8 +46,7 @@ def _probe(flags: str, d: Path) -> str | None:
 
 @pytest.fixture(scope="module")
 def checkers(tmp_path_factory) -> dict[str, Path | str]:
-    if shutil.which("cmake") is None or shutil.which("g++") is None:
-        return {v: "cmake / g++ not installed" for v in VARIANTS}
+    toolchain.require("cmake", "cc", "g++")
     root = tmp_path_factory.mktemp("lifecycle")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     out: dict[str, Path | str] = {}

@@ -27,6 +27,7 @@ def _calibration(shape, n=4, seed=0):
     return [(torch.randn(*shape, generator=g),) for _ in range(n)]
 
 
+@pytest.mark.smoke
 def test_backend_registered_on_import():
     from executorch.runtime import Runtime
 
@@ -51,6 +52,7 @@ def cnn():
     return q, payload, pte, shape
 
 
+@pytest.mark.smoke
 def test_fully_delegated_cnn_matches_native_and_pytorch(cnn):
     q, payload, pte, shape = cnn
     native = _native.Program(payload)
