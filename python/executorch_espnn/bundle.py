@@ -4,7 +4,7 @@ inputs and the outputs the host runtime computes for them.
 The device checks every output byte against these expected outputs before it
 times anything, so a bundle is how "the chip computes exactly what the host
 computes" is tested. Byte layout: docs/firmware.md, section "Bundle format";
-the C++ side is ``components/espnn_runtime/include/espnn/bundle.h``
+the C++ side is ``components/espnn_test_runner/include/espnn/bundle.h``
 (``tests/firmware`` checks that the constants below match it).
 
     python -m executorch_espnn.bundle demo -o bundle.bin      # the self-check CNN

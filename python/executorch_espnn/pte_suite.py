@@ -9,7 +9,7 @@ runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` does
 exactly that on the host through ``executorch.runtime``, so the format and the
 rule are tested here end to end. Byte layout: docs/firmware.md, section
 ".pte suite format"; the C++ side is
-``components/espnn_runtime/include/espnn/pte_suite.h`` (a test checks that
+``components/espnn_test_runner/include/espnn/pte_suite.h`` (a test checks that
 the constants below match it).
 
     from executorch_espnn import pte_suite

@@ -1,6 +1,6 @@
 """The XTSB bundle format and the board runner's portable core, on the host.
 
-The runner core (components/espnn_runtime/src/bundle*.cpp, platform_common.cpp,
+The runner core (components/espnn_test_runner/src/bundle*.cpp, components/espnn_runtime/src/platform_common.cpp,
 platform_et_pal.cpp) is what main/ runs on the chip; here it is linked with
 the host shell of tests/firmware (stdio_runner.cpp, stdio_pal.cpp) and built
 with AddressSanitizer/UBSan when the compiler supports it. The same shell is

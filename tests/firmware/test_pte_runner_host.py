@@ -1,4 +1,4 @@
-"""main/'s .pte mode on the host: main/pte_runner.cpp (ExecuTorch's C++
+"""main/'s .pte mode on the host: components/espnn_test_runner/src/pte_runner.cpp (ExecuTorch's C++
 Program/Method API + the component's XTSP suite parser + the C++
 EspNNBackend) built by tests/firmware/pte_host against the executorch
 wheel's libexecutorch.so and kernel libraries, run on suites written by

@@ -10,26 +10,22 @@
 #include <string.h>
 
 #include "espnn/model.h"
+#include "espnn/byte_reader.h"
 #include "ops/op_kernel.h"
 
 namespace espnn {
 namespace {
+
+using bytes::LoadU16;
+using bytes::LoadU32;
+using bytes::RangeOk;
 
 using namespace xts3;
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "XTS3 params are copied as little-endian words");
 
-uint16_t LoadU16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
 
-// True when [offset, offset + length) lies inside [0, limit).
-bool RangeOk(uint32_t offset, uint32_t length, uint32_t limit) {
-  return offset <= limit && length <= limit - offset;
-}
 
 struct SectionDesc {
   uint32_t id;

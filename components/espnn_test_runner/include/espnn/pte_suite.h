@@ -6,7 +6,7 @@
 //
 // Portable C++ with no ExecuTorch dependency: compiled and tested on the
 // host and on an emulated Xtensa core (tests/firmware), used on the chip by
-// the runner app's .pte mode (main/pte_runner.cpp). Same rules as the XTSB bundle parser: byte loads only,
+// the runner app's .pte mode (components/espnn_test_runner/src/pte_runner.cpp). Same rules as the XTSB bundle parser: byte loads only,
 // 32-bit arithmetic checked before it is computed, nothing allocated.
 #pragma once
 
