@@ -22,7 +22,8 @@ namespace py = pybind11;
 using namespace espnn;
 using namespace espnn::xts3;
 
-void bind_espnn_kernels(py::module_& m);  // kernels_binding.cpp
+void bind_espnn_kernels(py::module_& m);        // kernels_binding.cpp
+void bind_container_constants(py::module_& m);  // container_constants.cpp
 
 namespace {
 
@@ -283,6 +284,7 @@ void BindFormatConstants(py::module_& m) {
 PYBIND11_MODULE(_native, m) {
   m.doc() = "executorch-espnn device runtime (XTS3 parser + int8 interpreter), host build";
   BindFormatConstants(m);
+  bind_container_constants(m);
   m.attr("KERNEL_SOURCE") = ESPNN_KERNEL_SOURCE;
 
   py::class_<Program>(m, "Program",

@@ -8,9 +8,10 @@ every output with the expected one *before* it times anything, then times N
 runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` does
 exactly that on the host through ``executorch.runtime``, so the format and the
 rule are tested here end to end. Byte layout: docs/firmware.md, section
-".pte suite format"; the C++ side is
-``components/espnn_test_runner/include/espnn/pte_suite.h`` (a test checks that
-the constants below match it).
+".pte suite format"; every magic, size, field offset, limit and dtype code
+comes from the device parser's header
+(``components/espnn_test_runner/include/espnn/pte_suite.h``) through
+``executorch_espnn._native.PTE_SUITE_FORMAT``; none is restated here.
 
     from executorch_espnn import pte_suite
     case = pte_suite.make_case("ones", pte_bytes, [np.ones((1, 3, 8, 8), np.float32)])
@@ -37,42 +38,40 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-MAGIC = 0x50535458  # b"XTSP"
-VERSION = 1
-HEADER_SIZE = 48
-CASE_RECORD_SIZE = 32
-TENSOR_RECORD_SIZE = 64
-# The .pte starts on a 128-byte boundary of the suite: ExecuTorch's default
-# segment alignment, so constant and delegate segments inside the program
-# keep their alignment when the suite lies at an aligned address (a flash
-# mmap is page aligned). Tensor data starts on 16-byte boundaries.
-PTE_ALIGNMENT = 128
-DATA_ALIGNMENT = 16
-MAX_CASES = 1024
-MAX_NAME_BYTES = 64
-MAX_METHOD_BYTES = 64
-MAX_TENSORS = 64  # inputs or outputs of one case
-MAX_RANK = 8
-MAX_RUNS = 1_000_000
+from . import _native
+from .record_layout import record_struct
 
-HEADER_FIELDS = {"magic": 0, "version": 4, "header_size": 6, "suite_size": 8, "flags": 12, "pte_offset": 16,
-                 "pte_size": 20, "method_offset": 24, "method_size": 28, "case_count": 32, "case_table": 36,
-                 "crc32": 40, "reserved": 44}
-CASE_FIELDS = {"name_offset": 0, "name_size": 4, "inputs_table": 8, "input_count": 12, "outputs_table": 16,
-               "output_count": 20, "runs": 24, "flags": 28}
-TENSOR_FIELDS = {"dtype": 0, "rank": 4, "data_offset": 8, "data_size": 12, "atol": 16, "flags": 20,
-                 "reserved0": 24, "reserved1": 28, "dims": 32}
-_HEADER = struct.Struct("<IHHIIIIIIIIII")
-_CASE = struct.Struct("<8I")
-_TENSOR = struct.Struct("<6I2I8I")
-assert _HEADER.size == HEADER_SIZE and _CASE.size == CASE_RECORD_SIZE and _TENSOR.size == TENSOR_RECORD_SIZE
+_FORMAT = _native.PTE_SUITE_FORMAT
+MAGIC = _FORMAT["MAGIC"]  # b"XTSP" read little-endian
+VERSION = _FORMAT["VERSION"]
+HEADER_SIZE = _FORMAT["HEADER_SIZE"]
+CASE_RECORD_SIZE = _FORMAT["CASE_RECORD_SIZE"]
+TENSOR_RECORD_SIZE = _FORMAT["TENSOR_RECORD_SIZE"]
+# The .pte starts on a PTE_ALIGNMENT (128-byte) boundary of the suite:
+# ExecuTorch's default segment alignment, so constant and delegate segments
+# inside the program keep their alignment when the suite lies at an aligned
+# address (a flash mmap is page aligned). Tensor data starts on
+# DATA_ALIGNMENT boundaries.
+PTE_ALIGNMENT = _FORMAT["PTE_ALIGNMENT"]
+DATA_ALIGNMENT = _FORMAT["DATA_ALIGNMENT"]
+MAX_CASES = _FORMAT["MAX_CASES"]
+MAX_NAME_BYTES = _FORMAT["MAX_NAME_BYTES"]
+MAX_METHOD_BYTES = _FORMAT["MAX_METHOD_BYTES"]
+MAX_TENSORS = _FORMAT["MAX_TENSORS"]  # inputs or outputs of one case
+MAX_RANK = _FORMAT["MAX_RANK"]
+MAX_RUNS = _FORMAT["MAX_RUNS"]
+
+HEADER_FIELDS = dict(_FORMAT["HEADER_FIELDS"])
+CASE_FIELDS = dict(_FORMAT["CASE_FIELDS"])
+TENSOR_FIELDS = dict(_FORMAT["TENSOR_FIELDS"])
+_HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
+_CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
+_TENSOR = record_struct(TENSOR_FIELDS, TENSOR_RECORD_SIZE)
 
 # ExecuTorch ScalarType codes (c10 numbering) of the dtypes a suite carries.
-DTYPE_CODES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
-               np.dtype(np.int64): 4, np.dtype(np.float16): 5, np.dtype(np.float32): 6, np.dtype(np.float64): 7,
-               np.dtype(np.bool_): 11}
+DTYPE_CODES = {np.dtype(name): code for name, (code, _size) in _FORMAT["DTYPES"].items()}
 CODE_DTYPES = {v: k for k, v in DTYPE_CODES.items()}
-_FLOAT_CODES = {5, 6, 7}
+_FLOAT_CODES = {code for dtype, code in DTYPE_CODES.items() if dtype.kind == "f"}
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
 _METHOD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,%d}" % (MAX_METHOD_BYTES - 1))
