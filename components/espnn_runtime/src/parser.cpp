@@ -325,8 +325,10 @@ Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_c
   }
   const OpKernel* kernel = LookupOpKernel((Opcode)code);
   if (kernel == nullptr)
-    return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): no kernel in this runtime",
-                         (unsigned)op.index, d->name);
+    return Status::Error(StatusCode::kOpNotCompiled,
+                         "op %u (%s): not compiled into this runtime (selective build: add %s to ESPNN_OPS, "
+                         "or enable CONFIG_ESPNN_OP_%s)",
+                         (unsigned)op.index, d->name, d->name, d->name);
   Status s = kernel->validate(m, op);
   if (!s.ok()) {
     return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): %s", (unsigned)op.index, d->name,
