@@ -19,7 +19,7 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 targets=(_native xts3_tool)
 # The ExecuTorch delegate extension, when CMake found the executorch wheel.
-if ninja -C "$build" -t targets all | grep -q '^_et_backend:'; then
+if ninja -C "$build" -t targets all | grep '^_et_backend:' >/dev/null; then
   targets+=(_et_backend)
 fi
 ninja -C "$build" -j2 "${targets[@]}"

@@ -5,9 +5,9 @@ output tensors the host's ExecuTorch runtime computed for them).
 The device runs each case through ExecuTorch's own runtime (portable kernels
 for the CPU parts, the C++ EspNNBackend for the delegated parts), compares
 every output with the expected one *before* it times anything, then times N
-runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` does
-exactly that on the host through ``executorch.runtime``, so the format and the
-rule are tested here end to end. Byte layout: docs/firmware.md, section
+runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` runs
+that same C++ runner core on the host, over the executorch wheel's runtime,
+so the format and the rule are tested here end to end. Byte layout: docs/firmware.md, section
 ".pte suite format"; every magic, size, field offset, limit and dtype code
 comes from the device parser's header
 (``components/espnn_test_runner/include/espnn/pte_suite.h``) through
@@ -30,7 +30,6 @@ import argparse
 import re
 import struct
 import sys
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,39 +321,31 @@ def read_suite(data: bytes) -> PteSuite:
 
 
 # ----------------------------------------------------------------- host runner
-def compare(got: np.ndarray, want: np.ndarray, atol: float) -> tuple[int, int]:
-    """(first differing element or -1, number of differing elements) under
-    the suite rule: bit-exact, or |got - want| <= atol for float outputs
-    with atol > 0 (NaN matches only NaN)."""
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return 0, want.size
-    if want.size == 0:
-        return -1, 0
-    g, w = got.reshape(-1), want.reshape(-1)
-    if atol > 0 and want.dtype.kind == "f":
-        gf, wf = g.astype(np.float64), w.astype(np.float64)
-        bad = ~((np.abs(gf - wf) <= atol) | (np.isnan(gf) & np.isnan(wf)))
-    else:
-        width = want.dtype.itemsize
-        bad = (g.view(np.uint8).reshape(g.size, width) != w.view(np.uint8).reshape(w.size, width)).any(axis=1)
-    idx = np.flatnonzero(bad)
-    return (int(idx[0]) if idx.size else -1), int(idx.size)
-
-
-def _hex(a: np.ndarray, i: int) -> str:
-    return "0x" + a.reshape(-1)[i:i + 1].astype(a.dtype.newbyteorder("<")).tobytes()[::-1].hex()
+# Pools of the host run: ExecuTorch's method allocator (which also serves
+# the delegate's arena and scratch) and its temp allocator. The board takes
+# them from Kconfig (ESPNN_RUNNER_METHOD_POOL_KB ...); the host has room to
+# spare for larger models.
+HOST_METHOD_POOL_BYTES = 16 << 20
+HOST_TEMP_POOL_BYTES = 1 << 20
 
 
 def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None] = print,
-              platform: str = "host-executorch") -> list[dict]:
-    """Runs a suite as main/'s .pte mode does, on the host's ExecuTorch
-    runtime: per case, load the method, run once and compare every output
-    (:func:`compare`), and only when they match time N runs. Writes the same
-    ``ESPNN_BEGIN/RESULT/END`` lines (v=1, mode=pte) and returns them parsed.
-    Figures the Python runtime does not expose are "na": cycle counter,
-    heap low-water mark, planned-buffer and method-pool bytes (the C++
-    runner of main/ prints them; tests/firmware builds it for the host)."""
+              platform: str = "host-executorch", method_pool_bytes: int = HOST_METHOD_POOL_BYTES,
+              temp_pool_bytes: int = HOST_TEMP_POOL_BYTES, misalign: int = 0) -> list[dict]:
+    """Runs a suite with the board runner's own C++ core
+    (``espnn::pte::RunSuite``, components/espnn_test_runner/src/pte_runner.cpp,
+    bound in ``_et_backend``) on the host's ExecuTorch runtime: per case,
+    load the method, run once and compare every output, and only when they
+    match time N runs. Writes the ``ESPNN_BEGIN/RESULT/END`` lines (v=1,
+    mode=pte) through `write` and returns them parsed. The host has no
+    cycle counter or heap statistics: those fields are "na". `misalign`
+    places the suite that many bytes off a 128-byte boundary (the board
+    then copies the program to align it)."""
     from .bundle import parse_result_line
+    from .runtime import _runtime
+
+    _runtime()  # executorch.runtime: its CPU kernels register with libexecutorch.so
+    from . import _et_backend
 
     lines: list[str] = []
 
@@ -362,106 +353,8 @@ def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None
         lines.append(line)
         write(line)
 
-    try:
-        suite = read_suite(data)
-    except ValueError as e:
-        emit(f"ESPNN_SUITE_ERROR v=1 msg={e}")
-        emit("ESPNN_END v=1 mode=pte cases=0 passed=0 failed=1")
-        return [parse_result_line(ln) for ln in lines]
-    emit(f"ESPNN_BEGIN v=1 mode=pte platform={platform} cpu_hz=na cases={len(suite.cases)} "
-         f"suite_bytes={len(data)} pte_bytes={len(suite.pte)} method={suite.method}")
-    passed = 0
-    try:
-        program = _load(suite.pte)
-    except Exception as e:  # noqa: BLE001 - reported as a result line, like the device does
-        program, load_error = None, str(e).splitlines()[0] if str(e) else type(e).__name__
-    for c in suite.cases:
-        head = f"ESPNN_RESULT v=1 mode=pte case={c.name}"
-        if program is None:
-            emit(f"{head} status=error stage=load msg={load_error}")
-            continue
-        if suite.method not in program.method_names:
-            emit(f"{head} status=error stage=method msg=the program has no method '{suite.method}'")
-            continue
-        try:
-            method = program.load_method(suite.method)
-        except Exception as e:  # noqa: BLE001
-            emit(f"{head} status=error stage=method msg=load_method('{suite.method}') failed: "
-                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}")
-            continue
-        problem = _input_problem(c, program.metadata(suite.method))
-        if problem:
-            emit(f"{head} status=error stage=inputs msg={problem}")
-            continue
-        status = _run_case(c, method, default_runs, head, emit)
-        passed += status
-    emit(f"ESPNN_END v=1 mode=pte cases={len(suite.cases)} passed={passed} failed={len(suite.cases) - passed}")
+    _et_backend.run_suite(bytes(data), default_runs, emit, platform, method_pool_bytes, temp_pool_bytes, misalign)
     return [parse_result_line(ln) for ln in lines]
-
-
-def _input_problem(c: PteCase, meta) -> str | None:
-    """The device runner's input check (pte_runner.cpp PrepareInputs), with
-    its messages: count, dtype and shape against the method's metadata."""
-    if meta.num_inputs() != len(c.inputs):
-        return f"the method takes {meta.num_inputs()} inputs, the case has {len(c.inputs)}"
-    for i, x in enumerate(c.inputs):
-        tm = meta.input_tensor_meta(i)
-        code = int(tm.dtype())
-        if code != DTYPE_CODES[x.dtype]:
-            return f"input {i}: the method wants ScalarType {code}, the case has {x.dtype.name}"
-        if tuple(int(d) for d in tm.sizes()) != tuple(x.shape):
-            return f"input {i}: shape differs from the method's"
-    return None
-
-
-def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
-    import torch
-
-    def inputs():
-        return [torch.from_numpy(x.copy()) for x in c.inputs]
-
-    def execute():
-        return method.execute(inputs())
-
-    def check(outs, stage: str) -> bool:
-        if len(outs) != len(c.expected):
-            emit(f"{head} status=error stage=outputs msg=the method returned {len(outs)} outputs, "
-                 f"the suite expects {len(c.expected)}")
-            return False
-        for k, (o, want, tol) in enumerate(zip(outs, c.expected, c.atols())):
-            got = _torch_to_numpy(o)
-            first, n = compare(got, want, tol)
-            if n:
-                if got.dtype != want.dtype or got.shape != want.shape:
-                    emit(f"{head} status=error stage=outputs msg=output {k} is {got.dtype}{list(got.shape)}, "
-                         f"the suite expects {want.dtype}{list(want.shape)}")
-                else:
-                    emit(f"{head} status=mismatch stage={stage} output={k} element={first} got={_hex(got, first)} "
-                         f"expected={_hex(want, first)} diff_elements={n} of={want.size}")
-                return False
-        return True
-
-    try:
-        if not check(execute(), "verify"):
-            return False
-        runs = c.runs or default_runs
-        times = []
-        for _ in range(runs):
-            feeds = inputs()  # fresh inputs before each run, outside the timed interval
-            t0 = time.perf_counter_ns()
-            outs = method.execute(feeds)
-            times.append((time.perf_counter_ns() - t0) // 1000)  # whole µs per run, as the device clock
-        if not check(outs, "after-timing"):
-            return False
-    except RuntimeError as e:
-        emit(f"{head} status=error stage=execute msg={str(e).splitlines()[0] if str(e) else 'failed'}")
-        return False
-    emit(f"{head} status=pass runs={runs} inputs={len(c.inputs)} outputs={len(c.expected)} "
-         f"tolerance={'exact' if not any(c.atols()) else 'atol'} program=inplace planned=na "
-         f"method_pool=na heap_free_min=na "
-         f"cycles_min=na cycles_mean=na cycles_max=na us_min={min(times)} "
-         f"us_mean={sum(times) * 1000 // len(times) / 1000:.3f} us_max={max(times)}")
-    return True
 
 
 # ----------------------------------------------------------------- CLI

@@ -2,8 +2,9 @@
 Program/Method API + the component's XTSP suite parser + the C++
 EspNNBackend) built by tests/firmware/pte_host against the executorch
 wheel's libexecutorch.so and kernel libraries, run on suites written by
-executorch_espnn.pte_suite. Its lines must agree with the Python host runner
-(pte_suite.run_suite), which runs the same suite through executorch.runtime.
+executorch_espnn.pte_suite. Its lines must agree with pte_suite.run_suite,
+which runs the same C++ core through the Python extension (_et_backend) with
+the host platform of the binding instead of the stdio shell and PAL.
 
 The device parser of the suite container (src/pte_suite.cpp) is also checked
 against pte_suite.py through the bundle_runner shell (--inspect-suite),
@@ -72,7 +73,7 @@ def test_cpp_runner_passes_the_suite_and_reports_memory(pte_runner, suite, tmp_p
 
 def _same_records(cpp: list[dict], py: list[dict]) -> None:
     """Same keys in the same order, same values except measurements and the
-    figures Python cannot see ("na" there)."""
+    platform's name."""
     assert [list(r) for r in cpp] == [list(r) for r in py]
     measured = {"platform", "us_min", "us_mean", "us_max", "planned", "method_pool"}
     for a, b in zip(cpp, py):
