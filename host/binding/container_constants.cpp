@@ -4,6 +4,7 @@
 // every magic, size, field offset and limit from here.
 #include <pybind11/pybind11.h>
 
+#include "constant_dict.h"
 #include "espnn/bundle.h"
 #include "espnn/pte_suite.h"
 
@@ -11,27 +12,16 @@ namespace py = pybind11;
 
 namespace {
 
-struct Named {
-  const char* name;
-  uint32_t value;
-};
-
-py::dict Dict(std::initializer_list<Named> entries) {
-  py::dict d;
-  for (const Named& e : entries) d[e.name] = e.value;
-  return d;
-}
-
 py::dict BundleFormat() {
   using namespace espnn::bundle;
-  py::dict d = Dict({{"MAGIC", kMagic}, {"VERSION", kVersion}, {"HEADER_SIZE", kHeaderSize},
+  py::dict d = ConstantDict({{"MAGIC", kMagic}, {"VERSION", kVersion}, {"HEADER_SIZE", kHeaderSize},
                      {"CASE_RECORD_SIZE", kCaseRecordSize}, {"PAYLOAD_ALIGNMENT", kPayloadAlignment},
                      {"MAX_CASES", kMaxCases}, {"MAX_NAME_BYTES", kMaxNameBytes}, {"MAX_RUNS", kMaxRuns}});
-  d["HEADER_FIELDS"] = Dict({{"magic", kHdrMagic}, {"version", kHdrVersion}, {"header_size", kHdrHeaderSize},
+  d["HEADER_FIELDS"] = ConstantDict({{"magic", kHdrMagic}, {"version", kHdrVersion}, {"header_size", kHdrHeaderSize},
                              {"bundle_size", kHdrBundleSize}, {"flags", kHdrFlags},
                              {"case_count", kHdrCaseCount}, {"case_table", kHdrCaseTable},
                              {"crc32", kHdrCrc32}, {"reserved", kHdrReserved}});
-  d["CASE_FIELDS"] = Dict({{"name_offset", kCaseNameOffset}, {"name_size", kCaseNameSize},
+  d["CASE_FIELDS"] = ConstantDict({{"name_offset", kCaseNameOffset}, {"name_size", kCaseNameSize},
                            {"model_offset", kCaseModelOffset}, {"model_size", kCaseModelSize},
                            {"inputs_offset", kCaseInputsOffset}, {"inputs_size", kCaseInputsSize},
                            {"expected_offset", kCaseExpectedOffset}, {"expected_size", kCaseExpectedSize},
@@ -42,23 +32,23 @@ py::dict BundleFormat() {
 
 py::dict SuiteFormat() {
   using namespace espnn::pte;
-  py::dict d = Dict({{"MAGIC", kMagic}, {"VERSION", kVersion}, {"HEADER_SIZE", kHeaderSize},
+  py::dict d = ConstantDict({{"MAGIC", kMagic}, {"VERSION", kVersion}, {"HEADER_SIZE", kHeaderSize},
                      {"CASE_RECORD_SIZE", kCaseRecordSize}, {"TENSOR_RECORD_SIZE", kTensorRecordSize},
                      {"PTE_ALIGNMENT", kPteAlignment}, {"DATA_ALIGNMENT", kDataAlignment},
                      {"MAX_CASES", kMaxCases}, {"MAX_NAME_BYTES", kMaxNameBytes},
                      {"MAX_METHOD_BYTES", kMaxMethodBytes}, {"MAX_TENSORS", kMaxTensors},
                      {"MAX_RANK", kMaxRank}, {"MAX_RUNS", kMaxRuns}});
-  d["HEADER_FIELDS"] = Dict({{"magic", kHdrMagic}, {"version", kHdrVersion}, {"header_size", kHdrHeaderSize},
+  d["HEADER_FIELDS"] = ConstantDict({{"magic", kHdrMagic}, {"version", kHdrVersion}, {"header_size", kHdrHeaderSize},
                              {"suite_size", kHdrSuiteSize}, {"flags", kHdrFlags},
                              {"pte_offset", kHdrPteOffset}, {"pte_size", kHdrPteSize},
                              {"method_offset", kHdrMethodOffset}, {"method_size", kHdrMethodSize},
                              {"case_count", kHdrCaseCount}, {"case_table", kHdrCaseTable},
                              {"crc32", kHdrCrc32}, {"reserved", kHdrReserved}});
-  d["CASE_FIELDS"] = Dict({{"name_offset", kCaseNameOffset}, {"name_size", kCaseNameSize},
+  d["CASE_FIELDS"] = ConstantDict({{"name_offset", kCaseNameOffset}, {"name_size", kCaseNameSize},
                            {"inputs_table", kCaseInputsTable}, {"input_count", kCaseInputCount},
                            {"outputs_table", kCaseOutputsTable}, {"output_count", kCaseOutputCount},
                            {"runs", kCaseRuns}, {"flags", kCaseFlags}});
-  d["TENSOR_FIELDS"] = Dict({{"dtype", kTensorDtype}, {"rank", kTensorRank},
+  d["TENSOR_FIELDS"] = ConstantDict({{"dtype", kTensorDtype}, {"rank", kTensorRank},
                              {"data_offset", kTensorDataOffset}, {"data_size", kTensorDataSize},
                              {"atol", kTensorAtol}, {"flags", kTensorFlags},
                              {"reserved0", kTensorReserved0}, {"reserved1", kTensorReserved1},

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "constant_dict.h"
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
 #include "espnn/pte_check.h"
@@ -198,18 +199,6 @@ class Program {
   MemoryRequirements req_{};
   Interpreter interp_;
 };
-
-// A named format constant (all of them fit uint32; Python sees plain ints).
-struct NamedConstant {
-  const char* name;
-  uint32_t value;
-};
-
-py::dict ConstantDict(std::initializer_list<NamedConstant> constants) {
-  py::dict d;
-  for (const NamedConstant& c : constants) d[c.name] = c.value;
-  return d;
-}
 
 void BindFormatConstants(py::module_& m) {
   const NamedConstant scalars[] = {

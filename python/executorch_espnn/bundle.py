@@ -32,20 +32,15 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import _native
-from .record_layout import record_struct
+from .record_layout import constants, record_struct
 
 _FORMAT = _native.BUNDLE_FORMAT
-MAGIC = _FORMAT["MAGIC"]  # b"XTSB" read little-endian
-VERSION = _FORMAT["VERSION"]
-HEADER_SIZE = _FORMAT["HEADER_SIZE"]
-CASE_RECORD_SIZE = _FORMAT["CASE_RECORD_SIZE"]
-PAYLOAD_ALIGNMENT = _FORMAT["PAYLOAD_ALIGNMENT"]
-MAX_CASES = _FORMAT["MAX_CASES"]
-MAX_NAME_BYTES = _FORMAT["MAX_NAME_BYTES"]
-MAX_RUNS = _FORMAT["MAX_RUNS"]
+# MAGIC is b"XTSB" read little-endian.
+(MAGIC, VERSION, HEADER_SIZE, CASE_RECORD_SIZE, PAYLOAD_ALIGNMENT, MAX_CASES, MAX_NAME_BYTES,
+ MAX_RUNS) = constants(_FORMAT, "MAGIC", "VERSION", "HEADER_SIZE", "CASE_RECORD_SIZE", "PAYLOAD_ALIGNMENT",
+                       "MAX_CASES", "MAX_NAME_BYTES", "MAX_RUNS")
 # Byte offsets of the header and case-record fields.
-HEADER_FIELDS = dict(_FORMAT["HEADER_FIELDS"])
-CASE_FIELDS = dict(_FORMAT["CASE_FIELDS"])
+HEADER_FIELDS, CASE_FIELDS = dict(_FORMAT["HEADER_FIELDS"]), dict(_FORMAT["CASE_FIELDS"])
 _HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
 _CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
 

@@ -38,31 +38,21 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import _native
-from .record_layout import record_struct
+from .record_layout import constants, record_struct
 
 _FORMAT = _native.PTE_SUITE_FORMAT
-MAGIC = _FORMAT["MAGIC"]  # b"XTSP" read little-endian
-VERSION = _FORMAT["VERSION"]
-HEADER_SIZE = _FORMAT["HEADER_SIZE"]
-CASE_RECORD_SIZE = _FORMAT["CASE_RECORD_SIZE"]
-TENSOR_RECORD_SIZE = _FORMAT["TENSOR_RECORD_SIZE"]
-# The .pte starts on a PTE_ALIGNMENT (128-byte) boundary of the suite:
-# ExecuTorch's default segment alignment, so constant and delegate segments
-# inside the program keep their alignment when the suite lies at an aligned
-# address (a flash mmap is page aligned). Tensor data starts on
-# DATA_ALIGNMENT boundaries.
-PTE_ALIGNMENT = _FORMAT["PTE_ALIGNMENT"]
-DATA_ALIGNMENT = _FORMAT["DATA_ALIGNMENT"]
-MAX_CASES = _FORMAT["MAX_CASES"]
-MAX_NAME_BYTES = _FORMAT["MAX_NAME_BYTES"]
-MAX_METHOD_BYTES = _FORMAT["MAX_METHOD_BYTES"]
-MAX_TENSORS = _FORMAT["MAX_TENSORS"]  # inputs or outputs of one case
-MAX_RANK = _FORMAT["MAX_RANK"]
-MAX_RUNS = _FORMAT["MAX_RUNS"]
-
-HEADER_FIELDS = dict(_FORMAT["HEADER_FIELDS"])
-CASE_FIELDS = dict(_FORMAT["CASE_FIELDS"])
-TENSOR_FIELDS = dict(_FORMAT["TENSOR_FIELDS"])
+# MAGIC is b"XTSP" read little-endian. The .pte starts on a PTE_ALIGNMENT
+# (128-byte) boundary of the suite: ExecuTorch's default segment alignment,
+# so constant and delegate segments inside the program keep their alignment
+# when the suite lies at an aligned address (a flash mmap is page aligned).
+# Tensor data starts on DATA_ALIGNMENT boundaries. MAX_TENSORS bounds the
+# inputs, and the outputs, of one case.
+(MAGIC, VERSION, HEADER_SIZE, CASE_RECORD_SIZE, TENSOR_RECORD_SIZE, PTE_ALIGNMENT, DATA_ALIGNMENT, MAX_CASES,
+ MAX_NAME_BYTES, MAX_METHOD_BYTES, MAX_TENSORS, MAX_RANK, MAX_RUNS) = constants(
+    _FORMAT, "MAGIC", "VERSION", "HEADER_SIZE", "CASE_RECORD_SIZE", "TENSOR_RECORD_SIZE", "PTE_ALIGNMENT",
+    "DATA_ALIGNMENT", "MAX_CASES", "MAX_NAME_BYTES", "MAX_METHOD_BYTES", "MAX_TENSORS", "MAX_RANK", "MAX_RUNS")
+HEADER_FIELDS, CASE_FIELDS, TENSOR_FIELDS = (dict(_FORMAT[k]) for k in ("HEADER_FIELDS", "CASE_FIELDS",
+                                                                         "TENSOR_FIELDS"))
 _HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
 _CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
 _TENSOR = record_struct(TENSOR_FIELDS, TENSOR_RECORD_SIZE)

@@ -1,7 +1,7 @@
-"""struct layouts of the fixed-size records of the device's containers,
-derived from the field offsets the binding exports (``_native``): a field
-spans from its offset to the next field's (or the record's end), so neither
-field order nor widths are restated in Python."""
+"""Container constants as the binding exports them (``_native``), and the
+struct layouts of their fixed-size records derived from the exported field
+offsets: a field spans from its offset to the next field's (or the record's
+end), so neither field order nor widths are restated in Python."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ import struct
 from typing import Mapping
 
 _WORD_CODES = {1: "B", 2: "H", 4: "I"}
+
+
+def constants(fmt: Mapping[str, object], *names: str) -> tuple:
+    """The values of `names` in an exported format dict, in that order."""
+    return tuple(fmt[n] for n in names)
 
 
 def record_struct(fields: Mapping[str, int], size: int) -> struct.Struct:
