@@ -60,9 +60,10 @@ constexpr bool ListHas(const char* list, const char* name) {
   return false;
 }
 
+// Every op of the format (xts3_format.h).
 constexpr const char* kOpNames[] = {
-#define ESPNN_X(op, kernel) #op,
-    ESPNN_OP_KERNELS(ESPNN_X)
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) #name,
+    ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
 };
 
