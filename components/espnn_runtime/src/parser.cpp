@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "espnn/model.h"
 #include "espnn/byte_reader.h"
+#include "espnn/model.h"
 #include "ops/op_kernel.h"
 
 namespace espnn {
@@ -24,8 +24,6 @@ using namespace xts3;
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "XTS3 params are copied as little-endian words");
-
-
 
 struct SectionDesc {
   uint32_t id;

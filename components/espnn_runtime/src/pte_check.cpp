@@ -44,7 +44,6 @@ constexpr uint32_t kExtHeaderOffset = 8;
 constexpr uint32_t kExtHeaderMinLength = 24;  // magic, length, program size, segment base
 constexpr uint32_t kMaxFlatbuffer = 0x7FFFFFFFu;  // flatbuffers' own limit (2 GiB - 1)
 
-
 }  // namespace
 
 bool IsUtf8(const void* data, size_t n) {

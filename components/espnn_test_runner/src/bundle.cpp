@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-#include "espnn/xts3_format.h"
 #include "espnn/byte_reader.h"
+#include "espnn/xts3_format.h"
 
 namespace espnn {
 namespace bundle {
@@ -20,8 +20,6 @@ static_assert(kPayloadAlignment == xts3::kBlobAlignment,
               "model payloads must be placed where ParseModel accepts them");
 static_assert((uint64_t)kMaxCases * kCaseRecordSize < 0xFFFFFFFFull,
               "case table size must fit uint32_t");
-
-
 
 bool NameCharOk(uint8_t c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||

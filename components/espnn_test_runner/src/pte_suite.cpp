@@ -19,8 +19,6 @@ using bytes::RangeOk;
 static_assert((uint64_t)kMaxCases * kCaseRecordSize < 0xFFFFFFFFull, "case table fits uint32_t");
 static_assert(kTensorDims + 4 * kMaxRank == kTensorRecordSize, "tensor record layout");
 
-
-
 bool NameCharOk(uint8_t c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '.' || c == '-';
