@@ -170,3 +170,24 @@ def test_ds_cnn_only_build_refuses_every_other_op(ds_cnn, ds_cnn_only_tool, tmp_
                          rf"to ESPNN_OPS, or enable CONFIG_ESPNN_OP_{first}\)", fields[2]), fields[2]
         refused.add(first)
     assert refused, "the op corpus has no op outside DS-CNN's list"
+
+
+def test_cli_lists_the_ops_of_payloads(tmp_path, capsys):
+    """python -m executorch_espnn.selective on bare XTS3 payloads: the union
+    of their ops in opcode order, as names, a CMake list or sdkconfig lines."""
+    import op_corpus
+
+    paths = []
+    for name, blob in op_corpus.op_graphs():
+        paths.append(tmp_path / f"{name}.xts3")
+        paths[-1].write_bytes(blob)
+    want = [n for n in _ops_by_opcode() if n in op_corpus.opcodes_used()]
+    assert selective.main([str(p) for p in paths]) == 0
+    assert capsys.readouterr().out.split() == want
+    assert selective.main([str(paths[0]), "--cmake"]) == 0
+    assert capsys.readouterr().out.strip() == ";".join(selective.file_ops(paths[0]))
+    assert selective.main([str(paths[0]), "--sdkconfig"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "CONFIG_ESPNN_SELECT_OPS=y" and len(lines) == 1 + len(_native.OPCODES)
+    assert {ln.split("=")[0][len("CONFIG_ESPNN_OP_"):] for ln in lines[1:] if ln.endswith("=y")} == set(
+        selective.file_ops(paths[0]))
