@@ -5,10 +5,11 @@
 //   .pte mode:   XTSP suite  -> espnn::pte::RunSuite (ExecuTorch + EspNNBackend)
 // Both verify every output before they time anything.
 //
-// Thin ESP-IDF glue: all logic lives in components/espnn_runtime/src/
-// (bundle*.cpp, pte_suite.cpp, platform_common.cpp) and main/pte_runner.cpp,
-// which tests/firmware builds and runs on the host (and, except the
-// ExecuTorch-dependent pte_runner.cpp, on an emulated Xtensa core).
+// Thin ESP-IDF glue: all logic lives in the runner cores of
+// components/espnn_test_runner (bundle*.cpp, pte_suite.cpp, pte_runner.cpp)
+// on top of the espnn_runtime component, which tests/firmware builds and
+// runs on the host (and, except the ExecuTorch-dependent pte_runner.cpp, on
+// an emulated Xtensa core).
 //
 // On ESP-IDF's `linux` target the app is a Linux process: after the report
 // it exits with status 0 if every case passed, 1 otherwise (on a chip,
@@ -25,7 +26,7 @@
 #include "freertos/task.h"
 #include "sdkconfig.h"
 #if CONFIG_ESPNN_RUNNER_MODE_PTE
-#include "pte_runner.h"
+#include "espnn/pte_runner.h"
 #endif
 
 #if CONFIG_ESPNN_RUNNER_BUNDLE_EMBEDDED

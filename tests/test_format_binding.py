@@ -135,3 +135,59 @@ def test_run_accepts_equal_dtype_objects_from_pickled_arrays():
     x = pickle.loads(pickle.dumps(np.array([[0.0, 0.5, -3.0, 100.0]], np.float32)))
     (y,) = _native.Program(_tiny_graph().to_bytes()).run([x])
     np.testing.assert_array_equal(y, np.array([[0.0, 0.5, -3.0, 63.0]], np.float32))
+
+
+# ------------------------------------------------------------ test-rig containers
+BUNDLE_HEADER = REPO / "components/espnn_test_runner/include/espnn/bundle.h"
+SUITE_HEADER = REPO / "components/espnn_test_runner/include/espnn/pte_suite.h"
+
+
+@pytest.mark.parametrize("fmt, header, magic", [(_native.BUNDLE_FORMAT, BUNDLE_HEADER, b"XTSB"),
+                                               (_native.PTE_SUITE_FORMAT, SUITE_HEADER, b"XTSP")])
+def test_container_constants_come_from_the_parser_headers(fmt, header, magic):
+    """XTSB bundles and XTSP suites: the binding exports the device parser's
+    constants (magic, record sizes, every field offset)."""
+    text = header.read_text()
+    assert struct.pack("<I", fmt["MAGIC"]) == magic
+    assert fmt["MAGIC"] == int(re.search(r"kMagic = (0x[0-9a-fA-F]+)u", text).group(1), 16)
+    assert fmt["HEADER_SIZE"] == int(re.search(r"kHeaderSize = (\d+);", text).group(1))
+    assert fmt["CASE_RECORD_SIZE"] == int(re.search(r"kCaseRecordSize = (\d+);", text).group(1))
+    assert fmt["HEADER_FIELDS"]["crc32"] == int(re.search(r"kHdrCrc32 = (\d+);", text).group(1))
+    assert fmt["MAX_RUNS"] == int(re.search(r"kMaxRuns = (\d+);", text).group(1))
+
+
+def test_python_containers_restate_no_constant():
+    """bundle.py and pte_suite.py hold the binding's values, and their record
+    layouts are derived from the exported field offsets."""
+    from executorch_espnn import bundle as B
+    from executorch_espnn import pte_suite as S
+
+    for mod, fmt in ((B, _native.BUNDLE_FORMAT), (S, _native.PTE_SUITE_FORMAT)):
+        for name, value in fmt.items():
+            if name != "DTYPES":
+                assert getattr(mod, name) == value, name
+    assert B._HEADER.size == B.HEADER_SIZE and B._CASE.size == B.CASE_RECORD_SIZE
+    assert S._TENSOR.size == S.TENSOR_RECORD_SIZE and S._TENSOR.format == "<IIIIIIII8I"
+    assert {np.dtype(k): v[0] for k, v in _native.PTE_SUITE_FORMAT["DTYPES"].items()} == S.DTYPE_CODES
+    assert S.DTYPE_CODES[np.dtype(np.float32)] == 6 and S.DTYPE_CODES[np.dtype(np.bool_)] == 11
+    for path in ("python/executorch_espnn/bundle.py", "python/executorch_espnn/pte_suite.py"):
+        source = (REPO / path).read_text()
+        assert "0x42535458" not in source and "0x50535458" not in source and "HEADER_SIZE = 4" not in source
+
+
+def test_resize_tables_take_the_fraction_bits_from_the_binding():
+    from executorch_espnn.lowering.ops import resize_tables
+
+    assert resize_tables.FRAC_BITS == _native.BILINEAR_FRAC_BITS
+    assert "FRAC_BITS = 10" not in (REPO / "python/executorch_espnn/lowering/ops/resize_tables.py").read_text()
+
+
+def test_record_layout_is_derived_from_offsets():
+    from executorch_espnn.record_layout import record_struct
+
+    assert record_struct({"a": 0, "b": 4, "c": 6, "d": 8}, 12).format == "<IHHI"
+    assert record_struct({"n": 0, "dims": 4}, 36).format == "<I8I"
+    with pytest.raises(ValueError):
+        record_struct({"a": 0, "b": 3}, 8)  # a 3-byte field
+    with pytest.raises(ValueError):
+        record_struct({"a": 4}, 8)  # does not start at byte 0

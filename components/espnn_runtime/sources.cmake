@@ -16,3 +16,12 @@ set(ESPNN_RUNTIME_SOURCES
     ${ESPNN_RUNTIME_OP_SOURCES})
 set(ESPNN_RUNTIME_PUBLIC_INCLUDE ${ESPNN_RUNTIME_DIR}/include)
 set(ESPNN_RUNTIME_PRIVATE_INCLUDE ${ESPNN_RUNTIME_DIR}/src)
+
+# espnn_select_ops(TARGET OPS): TARGET's op registry references only the
+# kernels of OPS (a CMake list of XTS3 op names, see xts3_format.h; only
+# src/ops/op_registry.cpp reads the definition). The registry refuses the
+# build if a name is not an op.
+function(espnn_select_ops target ops)
+  string(REPLACE ";" "," _joined "${ops}")
+  target_compile_definitions(${target} PRIVATE "ESPNN_OPS=\"${_joined}\"")
+endfunction()

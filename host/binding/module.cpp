@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "constant_dict.h"
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
 #include "espnn/pte_check.h"
@@ -22,7 +23,8 @@ namespace py = pybind11;
 using namespace espnn;
 using namespace espnn::xts3;
 
-void bind_espnn_kernels(py::module_& m);  // kernels_binding.cpp
+void bind_espnn_kernels(py::module_& m);        // kernels_binding.cpp
+void bind_container_constants(py::module_& m);  // container_constants.cpp
 
 namespace {
 
@@ -198,18 +200,6 @@ class Program {
   Interpreter interp_;
 };
 
-// A named format constant (all of them fit uint32; Python sees plain ints).
-struct NamedConstant {
-  const char* name;
-  uint32_t value;
-};
-
-py::dict ConstantDict(std::initializer_list<NamedConstant> constants) {
-  py::dict d;
-  for (const NamedConstant& c : constants) d[c.name] = c.value;
-  return d;
-}
-
 void BindFormatConstants(py::module_& m) {
   const NamedConstant scalars[] = {
       {"FORMAT_MAGIC", kMagic},
@@ -283,6 +273,7 @@ void BindFormatConstants(py::module_& m) {
 PYBIND11_MODULE(_native, m) {
   m.doc() = "executorch-espnn device runtime (XTS3 parser + int8 interpreter), host build";
   BindFormatConstants(m);
+  bind_container_constants(m);
   m.attr("KERNEL_SOURCE") = ESPNN_KERNEL_SOURCE;
 
   py::class_<Program>(m, "Program",

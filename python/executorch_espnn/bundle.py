@@ -4,8 +4,9 @@ inputs and the outputs the host runtime computes for them.
 The device checks every output byte against these expected outputs before it
 times anything, so a bundle is how "the chip computes exactly what the host
 computes" is tested. Byte layout: docs/firmware.md, section "Bundle format";
-the C++ side is ``components/espnn_runtime/include/espnn/bundle.h``
-(``tests/firmware`` checks that the constants below match it).
+every magic, size, field offset and limit comes from the device parser's
+header (``components/espnn_test_runner/include/espnn/bundle.h``) through
+``executorch_espnn._native.BUNDLE_FORMAT``; none is restated here.
 
     python -m executorch_espnn.bundle demo -o bundle.bin      # the self-check CNN
     python -m executorch_espnn.bundle pack a.xts3 b.xts3 -o bundle.bin
@@ -30,24 +31,18 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-MAGIC = 0x42535458  # b"XTSB"
-VERSION = 1
-HEADER_SIZE = 32
-CASE_RECORD_SIZE = 48
-PAYLOAD_ALIGNMENT = 16
-MAX_CASES = 1024
-MAX_NAME_BYTES = 64
-MAX_RUNS = 1_000_000
+from . import _native
+from .record_layout import constants, record_struct
 
-# Byte offsets of the header and case-record fields (bundle.h).
-HEADER_FIELDS = {"magic": 0, "version": 4, "header_size": 6, "bundle_size": 8, "flags": 12,
-                 "case_count": 16, "case_table": 20, "crc32": 24, "reserved": 28}
-CASE_FIELDS = {"name_offset": 0, "name_size": 4, "model_offset": 8, "model_size": 12, "inputs_offset": 16,
-               "inputs_size": 20, "expected_offset": 24, "expected_size": 28, "runs": 32, "flags": 36,
-               "reserved0": 40, "reserved1": 44}
-_HEADER = struct.Struct("<IHHIIIIII")
-_CASE = struct.Struct("<12I")
-assert _HEADER.size == HEADER_SIZE and _CASE.size == CASE_RECORD_SIZE
+_FORMAT = _native.BUNDLE_FORMAT
+# MAGIC is b"XTSB" read little-endian.
+(MAGIC, VERSION, HEADER_SIZE, CASE_RECORD_SIZE, PAYLOAD_ALIGNMENT, MAX_CASES, MAX_NAME_BYTES,
+ MAX_RUNS) = constants(_FORMAT, "MAGIC", "VERSION", "HEADER_SIZE", "CASE_RECORD_SIZE", "PAYLOAD_ALIGNMENT",
+                       "MAX_CASES", "MAX_NAME_BYTES", "MAX_RUNS")
+# Byte offsets of the header and case-record fields.
+HEADER_FIELDS, CASE_FIELDS = dict(_FORMAT["HEADER_FIELDS"]), dict(_FORMAT["CASE_FIELDS"])
+_HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
+_CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
 _NP_DTYPES = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}
@@ -67,16 +62,10 @@ class BundleCase:
     runs: int = 0
 
 
-def _native():
-    from . import _native as native  # the device runtime built for the host
-
-    return native
-
-
 def default_inputs(model: bytes, seed: int = 0) -> list[np.ndarray]:
     """Deterministic inputs of the graph's dtypes and shapes: int8 over the
     full range, float32 ~ N(0, 4), int32 over a wide range."""
-    summary = _native().parse(model)
+    summary = _native.parse(model)
     rng = np.random.default_rng(seed)
     feeds = []
     for t in (summary["tensors"][i] for i in summary["inputs"]):
@@ -97,7 +86,7 @@ def make_case(name: str, model: bytes, inputs: Sequence[np.ndarray] | None = Non
     device runtime (``executorch_espnn._native``): the device must reproduce
     them bit for bit. Raises ValueError if the host parser rejects the model."""
     feeds = list(inputs) if inputs is not None else default_inputs(model, seed)
-    expected = [np.asarray(o) for o in _native().run(model, feeds)]
+    expected = [np.asarray(o) for o in _native.run(model, feeds)]
     return BundleCase(name, bytes(model), [np.asarray(f) for f in feeds], expected, runs)
 
 

@@ -5,12 +5,13 @@ output tensors the host's ExecuTorch runtime computed for them).
 The device runs each case through ExecuTorch's own runtime (portable kernels
 for the CPU parts, the C++ EspNNBackend for the delegated parts), compares
 every output with the expected one *before* it times anything, then times N
-runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` does
-exactly that on the host through ``executorch.runtime``, so the format and the
-rule are tested here end to end. Byte layout: docs/firmware.md, section
-".pte suite format"; the C++ side is
-``components/espnn_runtime/include/espnn/pte_suite.h`` (a test checks that
-the constants below match it).
+runs and prints one ``ESPNN_RESULT`` line per case. :func:`run_suite` runs
+that same C++ runner core on the host, over the executorch wheel's runtime,
+so the format and the rule are tested here end to end. Byte layout: docs/firmware.md, section
+".pte suite format"; every magic, size, field offset, limit and dtype code
+comes from the device parser's header
+(``components/espnn_test_runner/include/espnn/pte_suite.h``) through
+``executorch_espnn._native.PTE_SUITE_FORMAT``; none is restated here.
 
     from executorch_espnn import pte_suite
     case = pte_suite.make_case("ones", pte_bytes, [np.ones((1, 3, 8, 8), np.float32)])
@@ -29,7 +30,6 @@ import argparse
 import re
 import struct
 import sys
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,42 +37,30 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-MAGIC = 0x50535458  # b"XTSP"
-VERSION = 1
-HEADER_SIZE = 48
-CASE_RECORD_SIZE = 32
-TENSOR_RECORD_SIZE = 64
-# The .pte starts on a 128-byte boundary of the suite: ExecuTorch's default
-# segment alignment, so constant and delegate segments inside the program
-# keep their alignment when the suite lies at an aligned address (a flash
-# mmap is page aligned). Tensor data starts on 16-byte boundaries.
-PTE_ALIGNMENT = 128
-DATA_ALIGNMENT = 16
-MAX_CASES = 1024
-MAX_NAME_BYTES = 64
-MAX_METHOD_BYTES = 64
-MAX_TENSORS = 64  # inputs or outputs of one case
-MAX_RANK = 8
-MAX_RUNS = 1_000_000
+from . import _native
+from .record_layout import constants, record_struct
 
-HEADER_FIELDS = {"magic": 0, "version": 4, "header_size": 6, "suite_size": 8, "flags": 12, "pte_offset": 16,
-                 "pte_size": 20, "method_offset": 24, "method_size": 28, "case_count": 32, "case_table": 36,
-                 "crc32": 40, "reserved": 44}
-CASE_FIELDS = {"name_offset": 0, "name_size": 4, "inputs_table": 8, "input_count": 12, "outputs_table": 16,
-               "output_count": 20, "runs": 24, "flags": 28}
-TENSOR_FIELDS = {"dtype": 0, "rank": 4, "data_offset": 8, "data_size": 12, "atol": 16, "flags": 20,
-                 "reserved0": 24, "reserved1": 28, "dims": 32}
-_HEADER = struct.Struct("<IHHIIIIIIIIII")
-_CASE = struct.Struct("<8I")
-_TENSOR = struct.Struct("<6I2I8I")
-assert _HEADER.size == HEADER_SIZE and _CASE.size == CASE_RECORD_SIZE and _TENSOR.size == TENSOR_RECORD_SIZE
+_FORMAT = _native.PTE_SUITE_FORMAT
+# MAGIC is b"XTSP" read little-endian. The .pte starts on a PTE_ALIGNMENT
+# (128-byte) boundary of the suite: ExecuTorch's default segment alignment,
+# so constant and delegate segments inside the program keep their alignment
+# when the suite lies at an aligned address (a flash mmap is page aligned).
+# Tensor data starts on DATA_ALIGNMENT boundaries. MAX_TENSORS bounds the
+# inputs, and the outputs, of one case.
+(MAGIC, VERSION, HEADER_SIZE, CASE_RECORD_SIZE, TENSOR_RECORD_SIZE, PTE_ALIGNMENT, DATA_ALIGNMENT, MAX_CASES,
+ MAX_NAME_BYTES, MAX_METHOD_BYTES, MAX_TENSORS, MAX_RANK, MAX_RUNS) = constants(
+    _FORMAT, "MAGIC", "VERSION", "HEADER_SIZE", "CASE_RECORD_SIZE", "TENSOR_RECORD_SIZE", "PTE_ALIGNMENT",
+    "DATA_ALIGNMENT", "MAX_CASES", "MAX_NAME_BYTES", "MAX_METHOD_BYTES", "MAX_TENSORS", "MAX_RANK", "MAX_RUNS")
+HEADER_FIELDS, CASE_FIELDS, TENSOR_FIELDS = (dict(_FORMAT[k]) for k in ("HEADER_FIELDS", "CASE_FIELDS",
+                                                                         "TENSOR_FIELDS"))
+_HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
+_CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
+_TENSOR = record_struct(TENSOR_FIELDS, TENSOR_RECORD_SIZE)
 
 # ExecuTorch ScalarType codes (c10 numbering) of the dtypes a suite carries.
-DTYPE_CODES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
-               np.dtype(np.int64): 4, np.dtype(np.float16): 5, np.dtype(np.float32): 6, np.dtype(np.float64): 7,
-               np.dtype(np.bool_): 11}
+DTYPE_CODES = {np.dtype(name): code for name, (code, _size) in _FORMAT["DTYPES"].items()}
 CODE_DTYPES = {v: k for k, v in DTYPE_CODES.items()}
-_FLOAT_CODES = {5, 6, 7}
+_FLOAT_CODES = {code for dtype, code in DTYPE_CODES.items() if dtype.kind == "f"}
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
 _METHOD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,%d}" % (MAX_METHOD_BYTES - 1))
@@ -323,39 +311,31 @@ def read_suite(data: bytes) -> PteSuite:
 
 
 # ----------------------------------------------------------------- host runner
-def compare(got: np.ndarray, want: np.ndarray, atol: float) -> tuple[int, int]:
-    """(first differing element or -1, number of differing elements) under
-    the suite rule: bit-exact, or |got - want| <= atol for float outputs
-    with atol > 0 (NaN matches only NaN)."""
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return 0, want.size
-    if want.size == 0:
-        return -1, 0
-    g, w = got.reshape(-1), want.reshape(-1)
-    if atol > 0 and want.dtype.kind == "f":
-        gf, wf = g.astype(np.float64), w.astype(np.float64)
-        bad = ~((np.abs(gf - wf) <= atol) | (np.isnan(gf) & np.isnan(wf)))
-    else:
-        width = want.dtype.itemsize
-        bad = (g.view(np.uint8).reshape(g.size, width) != w.view(np.uint8).reshape(w.size, width)).any(axis=1)
-    idx = np.flatnonzero(bad)
-    return (int(idx[0]) if idx.size else -1), int(idx.size)
-
-
-def _hex(a: np.ndarray, i: int) -> str:
-    return "0x" + a.reshape(-1)[i:i + 1].astype(a.dtype.newbyteorder("<")).tobytes()[::-1].hex()
+# Pools of the host run: ExecuTorch's method allocator (which also serves
+# the delegate's arena and scratch) and its temp allocator. The board takes
+# them from Kconfig (ESPNN_RUNNER_METHOD_POOL_KB ...); the host has room to
+# spare for larger models.
+HOST_METHOD_POOL_BYTES = 16 << 20
+HOST_TEMP_POOL_BYTES = 1 << 20
 
 
 def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None] = print,
-              platform: str = "host-executorch") -> list[dict]:
-    """Runs a suite as main/'s .pte mode does, on the host's ExecuTorch
-    runtime: per case, load the method, run once and compare every output
-    (:func:`compare`), and only when they match time N runs. Writes the same
-    ``ESPNN_BEGIN/RESULT/END`` lines (v=1, mode=pte) and returns them parsed.
-    Figures the Python runtime does not expose are "na": cycle counter,
-    heap low-water mark, planned-buffer and method-pool bytes (the C++
-    runner of main/ prints them; tests/firmware builds it for the host)."""
+              platform: str = "host-executorch", method_pool_bytes: int = HOST_METHOD_POOL_BYTES,
+              temp_pool_bytes: int = HOST_TEMP_POOL_BYTES, misalign: int = 0) -> list[dict]:
+    """Runs a suite with the board runner's own C++ core
+    (``espnn::pte::RunSuite``, components/espnn_test_runner/src/pte_runner.cpp,
+    bound in ``_et_backend``) on the host's ExecuTorch runtime: per case,
+    load the method, run once and compare every output, and only when they
+    match time N runs. Writes the ``ESPNN_BEGIN/RESULT/END`` lines (v=1,
+    mode=pte) through `write` and returns them parsed. The host has no
+    cycle counter or heap statistics: those fields are "na". `misalign`
+    places the suite that many bytes off a 128-byte boundary (the board
+    then copies the program to align it)."""
     from .bundle import parse_result_line
+    from .runtime import _runtime
+
+    _runtime()  # executorch.runtime: its CPU kernels register with libexecutorch.so
+    from . import _et_backend
 
     lines: list[str] = []
 
@@ -363,106 +343,8 @@ def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None
         lines.append(line)
         write(line)
 
-    try:
-        suite = read_suite(data)
-    except ValueError as e:
-        emit(f"ESPNN_SUITE_ERROR v=1 msg={e}")
-        emit("ESPNN_END v=1 mode=pte cases=0 passed=0 failed=1")
-        return [parse_result_line(ln) for ln in lines]
-    emit(f"ESPNN_BEGIN v=1 mode=pte platform={platform} cpu_hz=na cases={len(suite.cases)} "
-         f"suite_bytes={len(data)} pte_bytes={len(suite.pte)} method={suite.method}")
-    passed = 0
-    try:
-        program = _load(suite.pte)
-    except Exception as e:  # noqa: BLE001 - reported as a result line, like the device does
-        program, load_error = None, str(e).splitlines()[0] if str(e) else type(e).__name__
-    for c in suite.cases:
-        head = f"ESPNN_RESULT v=1 mode=pte case={c.name}"
-        if program is None:
-            emit(f"{head} status=error stage=load msg={load_error}")
-            continue
-        if suite.method not in program.method_names:
-            emit(f"{head} status=error stage=method msg=the program has no method '{suite.method}'")
-            continue
-        try:
-            method = program.load_method(suite.method)
-        except Exception as e:  # noqa: BLE001
-            emit(f"{head} status=error stage=method msg=load_method('{suite.method}') failed: "
-                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}")
-            continue
-        problem = _input_problem(c, program.metadata(suite.method))
-        if problem:
-            emit(f"{head} status=error stage=inputs msg={problem}")
-            continue
-        status = _run_case(c, method, default_runs, head, emit)
-        passed += status
-    emit(f"ESPNN_END v=1 mode=pte cases={len(suite.cases)} passed={passed} failed={len(suite.cases) - passed}")
+    _et_backend.run_suite(bytes(data), default_runs, emit, platform, method_pool_bytes, temp_pool_bytes, misalign)
     return [parse_result_line(ln) for ln in lines]
-
-
-def _input_problem(c: PteCase, meta) -> str | None:
-    """The device runner's input check (pte_runner.cpp PrepareInputs), with
-    its messages: count, dtype and shape against the method's metadata."""
-    if meta.num_inputs() != len(c.inputs):
-        return f"the method takes {meta.num_inputs()} inputs, the case has {len(c.inputs)}"
-    for i, x in enumerate(c.inputs):
-        tm = meta.input_tensor_meta(i)
-        code = int(tm.dtype())
-        if code != DTYPE_CODES[x.dtype]:
-            return f"input {i}: the method wants ScalarType {code}, the case has {x.dtype.name}"
-        if tuple(int(d) for d in tm.sizes()) != tuple(x.shape):
-            return f"input {i}: shape differs from the method's"
-    return None
-
-
-def _run_case(c: PteCase, method, default_runs: int, head: str, emit) -> bool:
-    import torch
-
-    def inputs():
-        return [torch.from_numpy(x.copy()) for x in c.inputs]
-
-    def execute():
-        return method.execute(inputs())
-
-    def check(outs, stage: str) -> bool:
-        if len(outs) != len(c.expected):
-            emit(f"{head} status=error stage=outputs msg=the method returned {len(outs)} outputs, "
-                 f"the suite expects {len(c.expected)}")
-            return False
-        for k, (o, want, tol) in enumerate(zip(outs, c.expected, c.atols())):
-            got = _torch_to_numpy(o)
-            first, n = compare(got, want, tol)
-            if n:
-                if got.dtype != want.dtype or got.shape != want.shape:
-                    emit(f"{head} status=error stage=outputs msg=output {k} is {got.dtype}{list(got.shape)}, "
-                         f"the suite expects {want.dtype}{list(want.shape)}")
-                else:
-                    emit(f"{head} status=mismatch stage={stage} output={k} element={first} got={_hex(got, first)} "
-                         f"expected={_hex(want, first)} diff_elements={n} of={want.size}")
-                return False
-        return True
-
-    try:
-        if not check(execute(), "verify"):
-            return False
-        runs = c.runs or default_runs
-        times = []
-        for _ in range(runs):
-            feeds = inputs()  # fresh inputs before each run, outside the timed interval
-            t0 = time.perf_counter_ns()
-            outs = method.execute(feeds)
-            times.append((time.perf_counter_ns() - t0) // 1000)  # whole µs per run, as the device clock
-        if not check(outs, "after-timing"):
-            return False
-    except RuntimeError as e:
-        emit(f"{head} status=error stage=execute msg={str(e).splitlines()[0] if str(e) else 'failed'}")
-        return False
-    emit(f"{head} status=pass runs={runs} inputs={len(c.inputs)} outputs={len(c.expected)} "
-         f"tolerance={'exact' if not any(c.atols()) else 'atol'} program=inplace planned=na "
-         f"method_pool=na heap_free_min=na "
-         f"cycles_min=na cycles_mean=na cycles_max=na us_min={min(times)} "
-         f"us_mean={sum(times) * 1000 // len(times) / 1000:.3f} us_max={max(times)}")
-    return True
 
 
 # ----------------------------------------------------------------- CLI

@@ -1,5 +1,5 @@
 // Host shell of the board runner's .pte mode: the same RunSuite as main/
-// (main/pte_runner.cpp) over the stdio PAL, with a file instead of a flash
+// (components/espnn_test_runner/src/pte_runner.cpp) over the stdio PAL, with a file instead of a flash
 // partition. Built against the executorch wheel by tests/firmware/pte_host.
 //
 //   pte_runner [--runs=N] [--misalign=N] [--method-pool=BYTES]
@@ -13,7 +13,7 @@
 
 #include "espnn/bundle_runner.h"
 #include "espnn/platform.h"
-#include "pte_runner.h"
+#include "espnn/pte_runner.h"
 #include "stdio_pal.h"
 
 namespace {

@@ -15,8 +15,6 @@
 //     --no-clock        report no cycle counter or clock (timing fields "na";
 //                       makes instruction counts exactly repeatable)
 //     --selftest        run the platform layer's checks instead
-//     --print-format    print the bundle format constants (drift test)
-//     --print-pte-format  print the .pte suite format constants (drift test)
 //     --inspect-suite FILE  parse an XTSP .pte suite with the device parser
 //                       and print its cases (or SUITE_ERROR msg=...); give
 //                       --misalign=N before it to load the file misaligned
@@ -94,74 +92,6 @@ int UnalignedProbe() {
   return 0;
 }
 
-void PrintFormat() {
-  using namespace espnn::bundle;
-  const struct {
-    const char* name;
-    uint32_t value;
-  } k[] = {{"MAGIC", kMagic},
-           {"VERSION", kVersion},
-           {"HEADER_SIZE", kHeaderSize},
-           {"HDR_MAGIC", kHdrMagic},
-           {"HDR_VERSION", kHdrVersion},
-           {"HDR_HEADER_SIZE", kHdrHeaderSize},
-           {"HDR_BUNDLE_SIZE", kHdrBundleSize},
-           {"HDR_FLAGS", kHdrFlags},
-           {"HDR_CASE_COUNT", kHdrCaseCount},
-           {"HDR_CASE_TABLE", kHdrCaseTable},
-           {"HDR_CRC32", kHdrCrc32},
-           {"HDR_RESERVED", kHdrReserved},
-           {"CASE_RECORD_SIZE", kCaseRecordSize},
-           {"CASE_NAME_OFFSET", kCaseNameOffset},
-           {"CASE_NAME_SIZE", kCaseNameSize},
-           {"CASE_MODEL_OFFSET", kCaseModelOffset},
-           {"CASE_MODEL_SIZE", kCaseModelSize},
-           {"CASE_INPUTS_OFFSET", kCaseInputsOffset},
-           {"CASE_INPUTS_SIZE", kCaseInputsSize},
-           {"CASE_EXPECTED_OFFSET", kCaseExpectedOffset},
-           {"CASE_EXPECTED_SIZE", kCaseExpectedSize},
-           {"CASE_RUNS", kCaseRuns},
-           {"CASE_FLAGS", kCaseFlags},
-           {"CASE_RESERVED0", kCaseReserved0},
-           {"CASE_RESERVED1", kCaseReserved1},
-           {"PAYLOAD_ALIGNMENT", kPayloadAlignment},
-           {"MAX_CASES", kMaxCases},
-           {"MAX_NAME_BYTES", kMaxNameBytes},
-           {"MAX_RUNS", kMaxRuns}};
-  for (const auto& e : k) printf("%s=%lu\n", e.name, (unsigned long)e.value);
-}
-
-void PrintPteFormat() {
-  using namespace espnn::pte;
-  const struct {
-    const char* name;
-    uint32_t value;
-  } k[] = {{"MAGIC", kMagic}, {"VERSION", kVersion}, {"HEADER_SIZE", kHeaderSize},
-           {"HDR_MAGIC", kHdrMagic}, {"HDR_VERSION", kHdrVersion},
-           {"HDR_HEADER_SIZE", kHdrHeaderSize}, {"HDR_SUITE_SIZE", kHdrSuiteSize},
-           {"HDR_FLAGS", kHdrFlags}, {"HDR_PTE_OFFSET", kHdrPteOffset},
-           {"HDR_PTE_SIZE", kHdrPteSize}, {"HDR_METHOD_OFFSET", kHdrMethodOffset},
-           {"HDR_METHOD_SIZE", kHdrMethodSize}, {"HDR_CASE_COUNT", kHdrCaseCount},
-           {"HDR_CASE_TABLE", kHdrCaseTable}, {"HDR_CRC32", kHdrCrc32},
-           {"HDR_RESERVED", kHdrReserved}, {"CASE_RECORD_SIZE", kCaseRecordSize},
-           {"CASE_NAME_OFFSET", kCaseNameOffset}, {"CASE_NAME_SIZE", kCaseNameSize},
-           {"CASE_INPUTS_TABLE", kCaseInputsTable}, {"CASE_INPUT_COUNT", kCaseInputCount},
-           {"CASE_OUTPUTS_TABLE", kCaseOutputsTable}, {"CASE_OUTPUT_COUNT", kCaseOutputCount},
-           {"CASE_RUNS", kCaseRuns}, {"CASE_FLAGS", kCaseFlags},
-           {"TENSOR_RECORD_SIZE", kTensorRecordSize}, {"TENSOR_DTYPE", kTensorDtype},
-           {"TENSOR_RANK", kTensorRank}, {"TENSOR_DATA_OFFSET", kTensorDataOffset},
-           {"TENSOR_DATA_SIZE", kTensorDataSize}, {"TENSOR_ATOL", kTensorAtol},
-           {"TENSOR_FLAGS", kTensorFlags}, {"TENSOR_RESERVED0", kTensorReserved0},
-           {"TENSOR_RESERVED1", kTensorReserved1}, {"TENSOR_DIMS", kTensorDims},
-           {"PTE_ALIGNMENT", kPteAlignment}, {"DATA_ALIGNMENT", kDataAlignment},
-           {"MAX_CASES", kMaxCases}, {"MAX_NAME_BYTES", kMaxNameBytes},
-           {"MAX_METHOD_BYTES", kMaxMethodBytes}, {"MAX_TENSORS", kMaxTensors},
-           {"MAX_RANK", kMaxRank}, {"MAX_RUNS", kMaxRuns}};
-  for (const auto& e : k) printf("%s=%lu\n", e.name, (unsigned long)e.value);
-  for (uint32_t code = 0; code < 16; ++code)
-    if (DtypeSize(code)) printf("DTYPE_%s=%lu\n", DtypeName(code), (unsigned long)code);
-}
-
 void PrintTensor(const espnn::pte::Tensor& t) {
   printf(" %s[", espnn::pte::DtypeName(t.dtype));
   for (uint32_t d = 0; d < t.rank; ++d) printf(d ? ",%lu" : "%lu", (unsigned long)t.dims[d]);
@@ -234,14 +164,8 @@ int main(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "--unaligned-probe") == 0) {
       return UnalignedProbe();
-    } else if (strcmp(a, "--print-pte-format") == 0) {
-      PrintPteFormat();
-      return 0;
     } else if (strcmp(a, "--inspect-suite") == 0 && i + 1 < argc) {
       return InspectSuite(argv[i + 1], misalign);  // (--misalign=N must come first)
-    } else if (strcmp(a, "--print-format") == 0) {
-      PrintFormat();
-      return 0;
     } else if (a[0] != '-' && (num_paths == 0 || first_path + num_paths == i)) {
       if (num_paths++ == 0) first_path = i;
     } else {
@@ -269,7 +193,7 @@ int main(int argc, char** argv) {
   if (num_paths == 0) {
     if (espnn_test_bundle == nullptr) {
       fprintf(stderr, "usage: bundle_runner [--runs=N] [--weights=inplace|copy] [--pool=BYTES] "
-                      "[--alloc-limit=BYTES] [--misalign=N] [--selftest] [--print-format] "
+                      "[--alloc-limit=BYTES] [--misalign=N] [--selftest] "
                       "[BUNDLE...]\n");
       free(pool);
       return 2;

@@ -1,6 +1,6 @@
 """The XTSB bundle format and the board runner's portable core, on the host.
 
-The runner core (components/espnn_runtime/src/bundle*.cpp, platform_common.cpp,
+The runner core (components/espnn_test_runner/src/bundle*.cpp, components/espnn_runtime/src/platform_common.cpp,
 platform_et_pal.cpp) is what main/ runs on the chip; here it is linked with
 the host shell of tests/firmware (stdio_runner.cpp, stdio_pal.cpp) and built
 with AddressSanitizer/UBSan when the compiler supports it. The same shell is
@@ -47,21 +47,6 @@ def corpus_bundle(tmp_path_factory, corpus_cases) -> Path:
 
 
 # ------------------------------------------------------------------ format
-def test_python_layout_matches_the_cpp_header(host_runner):
-    """bundle.py restates the layout of espnn/bundle.h; the runner prints the
-    header's constants, which must agree."""
-    out = run(host_runner, "--print-format", check_rc=0).stdout
-    cpp = dict(line.split("=") for line in out.split())
-    cpp = {k: int(v) for k, v in cpp.items()}
-    py = {"MAGIC": B.MAGIC, "VERSION": B.VERSION, "HEADER_SIZE": B.HEADER_SIZE,
-          "CASE_RECORD_SIZE": B.CASE_RECORD_SIZE, "PAYLOAD_ALIGNMENT": B.PAYLOAD_ALIGNMENT,
-          "MAX_CASES": B.MAX_CASES, "MAX_NAME_BYTES": B.MAX_NAME_BYTES, "MAX_RUNS": B.MAX_RUNS}
-    py.update({f"HDR_{k.upper()}": v for k, v in B.HEADER_FIELDS.items()})
-    py.update({f"CASE_{k.upper()}": v for k, v in B.CASE_FIELDS.items()})
-    assert cpp == py
-    assert B.PAYLOAD_ALIGNMENT == _native.BLOB_ALIGNMENT
-
-
 def test_writer_layout(corpus_cases):
     data = B.write_bundle(corpus_cases)
     magic, version, hsize, size, flags, count, table, crc, reserved = struct.unpack_from("<IHHIIIIII", data)

@@ -68,16 +68,37 @@ def test_archive_contents(packed):
     names, _ = packed
     files = {n for n in names if "." in n.rsplit("/", 1)[-1] or n in ("LICENSE", "Kconfig")}
     for required in ("CMakeLists.txt", "sources.cmake", "idf_component.yml", "Kconfig", "LICENSE",
-                     "include/espnn/xts3_format.h", "include/espnn/bundle.h", "include/espnn/platform.h",
-                     "src/parser.cpp", "src/bundle_runner.cpp", "src/platform_esp_idf.cpp",
-                     "src/platform_et_pal.cpp", "src/pte_suite.cpp", "include/espnn/pte_suite.h",
-                     "src/executorch/espnn_backend.cpp", "examples/hello/CMakeLists.txt",
+                     "include/espnn/xts3_format.h", "include/espnn/byte_reader.h", "include/espnn/platform.h",
+                     "include/espnn/pte_check.h", "src/parser.cpp", "src/pte_check.cpp", "src/platform_esp_idf.cpp",
+                     "src/platform_et_pal.cpp", "src/executorch/espnn_backend.cpp", "examples/hello/CMakeLists.txt",
                      "examples/hello/main/hello.cpp", "examples/hello/main/idf_component.yml"):
         assert required in files, (required, sorted(files))
     forbidden = [n for n in names if any(part in ("build", "tests", "__pycache__", "dist", "managed_components")
                                          for part in n.split("/"))
                  or n.endswith((".o", ".pyc", ".bin", "sdkconfig", "dependencies.lock"))]
     assert not forbidden, forbidden
+
+
+def test_archive_holds_no_runner_code(packed):
+    """The test rig's runner cores (components/espnn_test_runner) stay out
+    of what users add to their firmware: no file of that component, and no
+    file of the archive mentions the runners' entry points."""
+    names, _ = packed
+    runner = {p.name for p in (REPO / "components/espnn_test_runner").rglob("*")
+              if p.is_file() and p.suffix in (".cpp", ".h")}
+    assert {"bundle.cpp", "bundle_runner.cpp", "pte_suite.cpp", "pte_runner.cpp", "bundle.h"} <= runner
+    leaked = sorted(n for n in names if n.rsplit("/", 1)[-1] in runner)
+    assert not leaked, leaked
+
+
+def test_component_sources_do_not_reach_for_the_runner():
+    """Nothing of espnn_runtime includes a runner header or calls a runner core."""
+    for p in COMPONENT.rglob("*"):
+        if p.suffix in (".c", ".cpp", ".h", ".txt", ".cmake"):
+            text = p.read_text()
+            for needle in ("espnn/bundle.h", "espnn/bundle_runner.h", "espnn/pte_suite.h", "espnn/pte_runner.h",
+                           "RunBundle(", "RunSuite(", "espnn_test_runner/"):
+                assert needle not in text, (p, needle)
 
 
 def test_packed_manifest_metadata(packed):

@@ -83,7 +83,7 @@ def test_executorch_dependent_sources_are_the_expected_ones():
     """A new file that includes ExecuTorch must be added to a host build
     deliberately (it cannot go into the Xtensa build)."""
     assert executorch_sources() == {"components/espnn_runtime/src/executorch/espnn_backend.cpp",
-                                    "main/pte_runner.cpp"}
+                                    "components/espnn_test_runner/src/pte_runner.cpp"}
 
 
 def test_every_device_source_but_the_glue_is_built_on_the_host(host_runner, pte_runner):
@@ -104,7 +104,7 @@ def test_every_portable_device_source_is_built_for_xtensa(xtensa):
     assert not missing, f"device sources the Xtensa build does not compile: {sorted(missing)}"
     built = in_repo(xtensa.sources)
     assert not (documented_glue() & built)
-    assert "components/espnn_runtime/src/pte_suite.cpp" in built
+    assert "components/espnn_test_runner/src/pte_suite.cpp" in built
 
 
 def test_xtensa_source_check_takes_kernels_from_outside_the_repo(tmp_path, monkeypatch):
@@ -124,10 +124,10 @@ def test_xtensa_source_check_takes_kernels_from_outside_the_repo(tmp_path, monke
     sources, _, name = xtensa_build.build_inputs()
     assert kernel in sources and str(espnn) in name
     assert not_built_for_xtensa(sources) == set()
-    dropped = REPO / "components/espnn_runtime/src/pte_suite.cpp"
+    dropped = REPO / "components/espnn_test_runner/src/pte_suite.cpp"
     assert dropped in sources
     assert not_built_for_xtensa([s for s in sources if s != dropped]) == {
-        "components/espnn_runtime/src/pte_suite.cpp"}
+        "components/espnn_test_runner/src/pte_suite.cpp"}
 
 
 def test_library_defines_no_foreign_c_symbols(host_runner):

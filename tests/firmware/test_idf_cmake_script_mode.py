@@ -57,7 +57,7 @@ def expand(tmp_path, component, target="esp32s3"):
 
 
 @pytest.mark.parametrize("target", ["esp32s3", "esp32", "linux"])
-@pytest.mark.parametrize("component", ["components/espnn_runtime", "main"])
+@pytest.mark.parametrize("component", ["components/espnn_runtime", "components/espnn_test_runner", "main"])
 def test_component_cmakelists_survive_early_expansion(tmp_path, component, target):
     r = expand(tmp_path, REPO / component, target)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -68,6 +68,68 @@ def test_runtime_requirements_recorded(tmp_path):
     r = expand(tmp_path, REPO / "components/espnn_runtime")
     line = next(x for x in r.stderr.splitlines() if x.startswith("REQUIRES="))
     assert "PRIV_REQUIRES=esp_timer;esp_hw_support;heap;log;freertos" in line
+
+
+def test_runner_component_is_required_by_main_only(tmp_path):
+    """main/ requires the test runner component, which requires the runtime;
+    the runtime requires nothing of the runner."""
+    def requires(component):
+        r = expand(tmp_path, REPO / component)
+        return next(x for x in r.stderr.splitlines() if x.startswith("REQUIRES="))
+
+    assert requires("components/espnn_test_runner").startswith("REQUIRES=espnn_runtime;")
+    assert "espnn_test_runner" in requires("main")
+    assert "espnn_test_runner" not in requires("components/espnn_runtime")
+
+
+# The build pass after the expansion, for the component's own CMake code
+# after idf_component_register: CONFIG_* values from sdkconfig, the target
+# commands recorded instead of run.
+BUILD_PASS = r"""
+set(ESP_PLATFORM 1)
+set(IDF_TARGET "esp32s3")
+set(COMPONENT_LIB __idf_espnn_runtime)
+{config}
+macro(idf_component_register)
+endmacro()
+function(target_compile_options)
+  message("target_compile_options: ${{ARGN}}")
+endfunction()
+function(target_compile_definitions)
+  message("target_compile_definitions: ${{ARGN}}")
+endfunction()
+function(target_link_libraries)
+  message("target_link_libraries: ${{ARGN}}")
+endfunction()
+function(target_include_directories)
+  message("target_include_directories: ${{ARGN}}")
+endfunction()
+set(COMPONENT_DIR "{component}")
+include("{component}/CMakeLists.txt")
+"""
+
+
+def build_pass(tmp_path, config: dict[str, str]):
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("cmake is not installed")
+    script = tmp_path / "build_pass.cmake"
+    lines = "\n".join(f'set(CONFIG_{k} "{v}")' for k, v in config.items())
+    script.write_text(BUILD_PASS.format(config=lines, component=(REPO / "components/espnn_runtime").as_posix()))
+    return subprocess.run([cmake, "-P", str(script)], capture_output=True, text=True)
+
+
+def test_kconfig_op_selection_reaches_the_registry(tmp_path):
+    """CONFIG_ESPNN_SELECT_OPS with some CONFIG_ESPNN_OP_* on becomes the
+    registry's ESPNN_OPS list; without it nothing is defined."""
+    r = build_pass(tmp_path, {"ESPNN_SELECT_OPS": "y", "ESPNN_OP_CONV2D": "y", "ESPNN_OP_ADD": "",
+                              "ESPNN_OP_RESHAPE": "y"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    (line,) = [x for x in r.stderr.splitlines() if "ESPNN_OPS=" in x]
+    assert line.startswith("target_compile_definitions: __idf_espnn_runtime;PRIVATE")
+    assert sorted(line.split('ESPNN_OPS="')[1].rstrip('"').split(",")) == ["CONV2D", "RESHAPE"]
+    r = build_pass(tmp_path, {"ESPNN_OP_CONV2D": "y", "ESPNN_OP_ADD": "y"})
+    assert r.returncode == 0 and "ESPNN_OPS" not in r.stderr, r.stderr[-3000:]
 
 
 def test_the_check_can_fail(tmp_path):

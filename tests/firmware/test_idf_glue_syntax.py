@@ -20,6 +20,7 @@ from .conftest import REPO
 
 STUBS = REPO / "tests/firmware/idf_stubs"
 COMPONENT = REPO / "components/espnn_runtime"
+TEST_RUNNER = REPO / "components/espnn_test_runner"
 
 BASE = {"IDF_TARGET": '"esp32s3"', "ESP_DEFAULT_CPU_FREQ_MHZ": "240", "ESPNN_LOG_LEVEL": "3",
         "ESPNN_RUNNER_PARTITION_LABEL": '"bundle"', "ESPNN_RUNNER_DEFAULT_RUNS": "20"}
@@ -85,7 +86,7 @@ def syntax_check(tmp_path, source, config: dict[str, str], includes) -> subproce
 
 @pytest.mark.parametrize("variant", sorted(MAIN_VARIANTS))
 def test_main_glue_compiles_in_every_mode(tmp_path, variant):
-    r = syntax_check(tmp_path, REPO / "main/main.cpp", MAIN_VARIANTS[variant], [COMPONENT / "include", REPO / "main"])
+    r = syntax_check(tmp_path, REPO / "main/main.cpp", MAIN_VARIANTS[variant], [COMPONENT / "include", TEST_RUNNER / "include", REPO / "main"])
     assert r.returncode == 0, r.stderr[-4000:]
 
 
@@ -101,7 +102,7 @@ def test_the_check_can_fail(tmp_path):
     hide a real error)."""
     bad = tmp_path / "bad.cpp"
     bad.write_text((REPO / "main/main.cpp").read_text().replace("espnn::pte::RunSuite(", "espnn::pte::RunSuiteX("))
-    r = syntax_check(tmp_path, bad, MAIN_VARIANTS["pte-partition"], [COMPONENT / "include", REPO / "main"])
+    r = syntax_check(tmp_path, bad, MAIN_VARIANTS["pte-partition"], [COMPONENT / "include", TEST_RUNNER / "include", REPO / "main"])
     assert r.returncode != 0 and "RunSuiteX" in r.stderr
 
 

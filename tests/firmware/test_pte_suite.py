@@ -1,7 +1,7 @@
 """The XTSP .pte suite format (executorch_espnn.pte_suite) and its host
-runner, which runs a suite through executorch.runtime exactly as main/'s
-.pte mode does on the chip: verify every output, then time, one
-ESPNN_RESULT line per case."""
+runner, which runs a suite with main/'s own .pte mode core (bound in
+_et_backend) over the executorch wheel's runtime: verify every output, then
+time, one ESPNN_RESULT line per case."""
 
 from __future__ import annotations
 
@@ -236,3 +236,28 @@ def test_build_script_drives_executorchs_preset_and_selective_build():
 
     assert f"EXECUTORCH_VERSION={importlib.metadata.version('executorch')}" in text
     assert "executorch" not in {p.name for p in REPO.iterdir()}  # nothing of ExecuTorch is vendored
+
+
+def test_host_runner_is_the_board_runner_core(suite):
+    """run_suite runs the board's own C++ core (espnn::pte::RunSuite through
+    _et_backend): the memory figures only that core knows are reported, an
+    unaligned suite has its program copied as on the chip, and the method
+    pool it is given bounds load_method."""
+    data = S.write_suite(suite)
+    recs, _ = _run(data)
+    for r in (r for r in recs if r["kind"] == "RESULT"):
+        assert r["program"] == "inplace" and r["planned"] > 0 and r["method_pool"] > 0, r
+        assert r["heap_free_min"] is None
+    recs = S.run_suite(data, write=lambda line: None, misalign=4)
+    assert {r["program"] for r in recs if r["kind"] == "RESULT"} == {"copy-align"}
+    recs = S.run_suite(data, write=lambda line: None, method_pool_bytes=256)
+    r = [r for r in recs if r["kind"] == "RESULT"]
+    assert {(x["status"], x["stage"]) for x in r} == {("error", "method")} and "method pool 256 B" in r[0]["msg"]
+
+
+def test_a_failing_write_callback_raises_after_the_run(suite):
+    def write(line: str) -> None:
+        raise OSError("console gone")
+
+    with pytest.raises(OSError, match="console gone"):
+        S.run_suite(S.write_suite(suite), write=write)

@@ -1,7 +1,7 @@
 """The console-log parser the board tests (tests/board) and
 `python -m executorch_espnn.bundle results` use, fed with what the runner
 shells really print: bundle_runner (tests/firmware/stdio_runner.cpp, the
-portable core main/ runs in bundle mode) and pte_runner (main/pte_runner.cpp
+portable core main/ runs in bundle mode) and pte_runner (components/espnn_test_runner/src/pte_runner.cpp
 built on the host). Serial monitors add timestamps and CRLF; boards reset and
 print a session twice; a crash cuts the log."""
 
@@ -66,7 +66,7 @@ def test_a_cut_log_or_rejected_bundle_is_an_error(bundle_log, host_runner, tmp_p
 
 
 def test_pte_runner_session(pte_runner, tmp_path):
-    """.pte mode lines of main/pte_runner.cpp (host build) and a suite the
+    """.pte mode lines of components/espnn_test_runner/src/pte_runner.cpp (host build) and a suite the
     runner rejects."""
     pytest.importorskip("executorch")
     import executorch_espnn

@@ -33,7 +33,7 @@ from executorch_espnn import bundle as B
 
 from . import bundle_mutations as bm
 from .conftest import XTENSA_REPORT
-from .xtensa_build import RUNTIME
+from .xtensa_build import RUNTIME, TEST_RUNNER
 from .test_bundle_runner_host import misaligned_constant_case, results
 
 def _assert_no_trap(r: subprocess.CompletedProcess):
@@ -213,14 +213,17 @@ def test_code_size_at_Os(xtensa):
     (lx106, -mlongcalls, gc-sections), per part, from the linker map."""
     sizes = _map_sizes(xtensa.elf_os.with_suffix(".map"))
     index = {f"u{i + 1}_{s.stem}.o": s for i, s in enumerate(xtensa.sources)}
-    groups = {"runtime (parser, interpreter, ops)": 0, "runner cores (bundle, .pte suite) + PAL": 0,
-              "ESP-NN kernels": 0, "test shell + hello": 0, "libc/libm/libgcc/soft-float + sim kit": 0}
+    groups = {"runtime (parser, interpreter, ops)": 0, "runtime: .pte check + portable PAL": 0,
+              "test runner (bundle, .pte suite)": 0, "ESP-NN kernels": 0, "test shell + hello": 0,
+              "libc/libm/libgcc/soft-float + sim kit": 0}
     for obj, n in sizes.items():
         src = index.get(Path(obj).name)
         if src is None:
             groups["libc/libm/libgcc/soft-float + sim kit"] += n
-        elif src.parent in (RUNTIME / "src", RUNTIME / "src/ops") and src.name.startswith(("bundle", "platform", "pte_suite")):
-            groups["runner cores (bundle, .pte suite) + PAL"] += n
+        elif src.parent == TEST_RUNNER / "src":
+            groups["test runner (bundle, .pte suite)"] += n
+        elif src.parent == RUNTIME / "src" and src.name.startswith(("platform", "pte_check")):
+            groups["runtime: .pte check + portable PAL"] += n
         elif src.parent in (RUNTIME / "src", RUNTIME / "src/ops"):
             groups["runtime (parser, interpreter, ops)"] += n
         elif src.suffix == ".c":

@@ -12,6 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = "gcc-xtensa-lx106 binutils-xtensa-lx106 picolibc-xtensa-lx106-elf qemu-system-misc"
 RUNTIME = REPO / "components/espnn_runtime"
+TEST_RUNNER = REPO / "components/espnn_test_runner"
 HELLO = RUNTIME / "examples/hello/main"
 FIRMWARE = REPO / "tests/firmware"
 # ESP-IDF-only sources (esp_timer, heap_caps, esp_cpu, esp_log); documented
@@ -51,10 +52,16 @@ def kernel_sources() -> tuple[list[Path], list[Path], str]:
     return sorted((d / "src").glob("*.c")), [d / "include"], "ESP-NN stand-in (host/espnn_standin)"
 
 
+# The .pte runner core needs ExecuTorch, which is not cross-built here.
+EXECUTORCH_ONLY = {"pte_runner.cpp"}
+
+
 def runtime_sources() -> list[Path]:
-    """Every C++ source of the component except the ESP-IDF-only glue."""
-    srcs = sorted((RUNTIME / "src").glob("*.cpp")) + sorted((RUNTIME / "src/ops").glob("*.cpp"))
-    return [s for s in srcs if s.name not in ESP_IDF_ONLY | HOST_PAL]
+    """Every C++ source of the runtime component and of the test runner
+    component except the ESP-IDF-only glue and the ExecuTorch-only core."""
+    srcs = (sorted((RUNTIME / "src").glob("*.cpp")) + sorted((RUNTIME / "src/ops").glob("*.cpp"))
+            + sorted((TEST_RUNNER / "src").glob("*.cpp")))
+    return [s for s in srcs if s.name not in ESP_IDF_ONLY | HOST_PAL | EXECUTORCH_ONLY]
 
 
 def build_inputs() -> tuple[list[Path], list[Path], str]:
@@ -64,7 +71,7 @@ def build_inputs() -> tuple[list[Path], list[Path], str]:
     shell = [FIRMWARE / "stdio_runner.cpp", FIRMWARE / "stdio_pal.cpp", FIRMWARE / "platform_selftest.cpp",
              HELLO / "hello.cpp"]
     sources = runtime_sources() + kernels + shell
-    includes = [RUNTIME / "include", RUNTIME / "src", *kernel_includes, FIRMWARE, HELLO]
+    includes = [RUNTIME / "include", RUNTIME / "src", TEST_RUNNER / "include", *kernel_includes, FIRMWARE, HELLO]
     return sources, includes, kernel_name
 
 

@@ -132,7 +132,7 @@ def build(workdir: Path, target: str, defaults: list[str] = (), defines: dict[st
 def warnings_in_our_sources(log: str) -> list[str]:
     """Compiler warnings that point into this repository's sources (ESP-IDF's
     and ESP-NN's own are not ours to fix)."""
-    ours = ("components/espnn_runtime/", "main/")
+    ours = ("components/espnn_runtime/", "components/espnn_test_runner/", "main/")
     return [line for line in log.splitlines() if "warning:" in line and any(o in line for o in ours)]
 
 

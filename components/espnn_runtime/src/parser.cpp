@@ -9,27 +9,21 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "espnn/byte_reader.h"
 #include "espnn/model.h"
 #include "ops/op_kernel.h"
 
 namespace espnn {
 namespace {
 
+using bytes::LoadU16;
+using bytes::LoadU32;
+using bytes::RangeOk;
+
 using namespace xts3;
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "XTS3 params are copied as little-endian words");
-
-uint16_t LoadU16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
-
-// True when [offset, offset + length) lies inside [0, limit).
-bool RangeOk(uint32_t offset, uint32_t length, uint32_t limit) {
-  return offset <= limit && length <= limit - offset;
-}
 
 struct SectionDesc {
   uint32_t id;
@@ -329,8 +323,10 @@ Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_c
   }
   const OpKernel* kernel = LookupOpKernel((Opcode)code);
   if (kernel == nullptr)
-    return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): no kernel in this runtime",
-                         (unsigned)op.index, d->name);
+    return Status::Error(StatusCode::kOpNotCompiled,
+                         "op %u (%s): not compiled into this runtime (selective build: add %s to ESPNN_OPS, "
+                         "or enable CONFIG_ESPNN_OP_%s)",
+                         (unsigned)op.index, d->name, d->name, d->name);
   Status s = kernel->validate(m, op);
   if (!s.ok()) {
     return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): %s", (unsigned)op.index, d->name,

@@ -14,6 +14,7 @@
 // wrap where size_t is 32 bits (ESP32). Loads are byte loads: the program
 // may lie at any address.
 #include "espnn/pte_check.h"
+#include "espnn/byte_reader.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -23,6 +24,10 @@
 namespace espnn {
 namespace pte {
 namespace {
+
+using bytes::LoadU16;
+using bytes::LoadU32;
+using bytes::LoadU64;
 
 // Field ids, in declaration order of ExecuTorch 1.5.1's schema/program.fbs.
 enum ProgramField { kProgExecutionPlan = 1, kProgBackendDelegateData = 3, kProgSegments = 4 };
@@ -38,12 +43,6 @@ constexpr uint8_t kLocationInline = 0, kLocationSegment = 1;
 constexpr uint32_t kExtHeaderOffset = 8;
 constexpr uint32_t kExtHeaderMinLength = 24;  // magic, length, program size, segment base
 constexpr uint32_t kMaxFlatbuffer = 0x7FFFFFFFu;  // flatbuffers' own limit (2 GiB - 1)
-
-uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-uint64_t LoadU64(const uint8_t* p) { return (uint64_t)LoadU32(p) | ((uint64_t)LoadU32(p + 4) << 32); }
-uint16_t LoadU16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 }  // namespace
 

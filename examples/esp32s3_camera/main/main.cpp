@@ -8,7 +8,7 @@
 //
 // THIS APP HAS NEVER BEEN BUILT OR RUN: no ESP-IDF, no Xtensa toolchain, no
 // ExecuTorch cross-build and no board were available (README.md). The
-// ExecuTorch calls follow main/pte_runner.cpp at the repository root, which
+// ExecuTorch calls follow components/espnn_test_runner/src/pte_runner.cpp at the repository root, which
 // is built and run on the host against the executorch wheel's runtime.
 #include <stdio.h>
 #include <string.h>

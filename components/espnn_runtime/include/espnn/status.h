@@ -14,6 +14,7 @@ enum class StatusCode : int {
   kUnsupportedVersion = 2, // valid magic, but a format version we do not read
   kInvalidArgument = 3,    // a caller error (buffer too small, bad index, ...)
   kNotInitialized = 4,
+  kOpNotCompiled = 5,      // a valid op that this build leaves out (selective build: ESPNN_OPS)
 };
 
 class Status {

@@ -275,8 +275,11 @@ class EspNNBackend final : public BackendInterface {
     if (!s.ok()) {
       ET_LOG(Error, "EspNNBackend: payload rejected: %s", s.message());
       DestroyState(state);
-      return s.code() == StatusCode::kUnsupportedVersion ? Error::DelegateInvalidCompatibility
-                                                         : Error::InvalidProgram;
+      // A newer format or an op this (selective) build leaves out: the
+      // program is valid, this runtime cannot run it.
+      return s.code() == StatusCode::kUnsupportedVersion || s.code() == StatusCode::kOpNotCompiled
+                 ? Error::DelegateInvalidCompatibility
+                 : Error::InvalidProgram;
     }
     const MemoryRequirements req = ComputeMemoryRequirements(state->model);
     if (req.arena_bytes) state->arena = memory.Allocate(req.arena_bytes);

@@ -1,4 +1,5 @@
-"""Coordinate tables for RESIZE_NEAREST / RESIZE_BILINEAR (numpy only).
+"""Coordinate tables for RESIZE_NEAREST / RESIZE_BILINEAR (numpy, and the
+device's fraction bits from the binding).
 
 The runtime executes precomputed tables, so every PyTorch interpolation mode
 is one code path on the device. The tables restate PyTorch's source-index
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-FRAC_BITS = 10  # xts3::kBilinearFracBits (_native.BILINEAR_FRAC_BITS)
+from ... import _native
+
+FRAC_BITS = _native.BILINEAR_FRAC_BITS  # fraction bits of the device's bilinear weights
 FRAC_ONE = 1 << FRAC_BITS
 
 

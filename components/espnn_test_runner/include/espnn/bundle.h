@@ -1,8 +1,9 @@
 // XTSB test bundles: XTS3 models with their inputs and the outputs the host
 // runtime computed for them, in one little-endian container that the board
 // runner (main/) reads from a flash partition or from the app image.
-// python/executorch_espnn/bundle.py writes them; docs/firmware.md section
-// "Bundle format" describes the bytes.
+// python/executorch_espnn/bundle.py writes them with the constants below
+// (through the binding); docs/firmware.md section "Bundle format" describes
+// the bytes.
 //
 // ParseBundle follows the XTS3 parser's discipline: every field is read with
 // byte loads (the container may sit at any address), every offset, size and

@@ -5,26 +5,21 @@
 
 #include <string.h>
 
+#include "espnn/byte_reader.h"
 #include "espnn/xts3_format.h"
 
 namespace espnn {
 namespace bundle {
 namespace {
 
+using bytes::LoadU16;
+using bytes::LoadU32;
+using bytes::RangeOk;
+
 static_assert(kPayloadAlignment == xts3::kBlobAlignment,
               "model payloads must be placed where ParseModel accepts them");
 static_assert((uint64_t)kMaxCases * kCaseRecordSize < 0xFFFFFFFFull,
               "case table size must fit uint32_t");
-
-uint16_t LoadU16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
-
-bool RangeOk(uint32_t offset, uint32_t length, uint32_t limit) {
-  return offset <= limit && length <= limit - offset;
-}
 
 bool NameCharOk(uint8_t c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||

@@ -3,7 +3,7 @@
 // again. The suite container is parsed by pte_suite.cpp; everything here is
 // ExecuTorch's public C++ API plus the platform's allocator, clocks and
 // console (espnn::bundle::RunnerPlatform).
-#include "pte_runner.h"
+#include "espnn/pte_runner.h"
 
 #include <stdarg.h>
 #include <stdio.h>

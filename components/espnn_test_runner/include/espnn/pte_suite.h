@@ -2,12 +2,14 @@
 // cases (input tensors, expected output tensors computed on the host by
 // ExecuTorch's runtime). Written by python/executorch_espnn/pte_suite.py;
 // byte layout in docs/firmware.md (".pte suite format"). This header is the
-// C++ source of truth; tests/firmware checks pte_suite.py against it.
+// source of truth: pte_suite.py reads its constants through the binding
+// (host/binding/container_constants.cpp).
 //
 // Portable C++ with no ExecuTorch dependency: compiled and tested on the
 // host and on an emulated Xtensa core (tests/firmware), used on the chip by
-// the runner app's .pte mode (main/pte_runner.cpp). Same rules as the XTSB bundle parser: byte loads only,
-// 32-bit arithmetic checked before it is computed, nothing allocated.
+// the runner app's .pte mode (src/pte_runner.cpp). Same rules as the XTSB
+// bundle parser: byte loads only, 32-bit arithmetic checked before it is
+// computed, nothing allocated.
 #pragma once
 
 #include <stddef.h>

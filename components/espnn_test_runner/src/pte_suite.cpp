@@ -5,29 +5,19 @@
 #include <string.h>
 
 #include "espnn/bundle.h"  // Crc32 (the same zlib CRC-32 as bundles)
+#include "espnn/byte_reader.h"
 
 namespace espnn {
 namespace pte {
 namespace {
 
+using bytes::LoadU16;
+using bytes::LoadU32;
+using bytes::LoadF32;
+using bytes::RangeOk;
+
 static_assert((uint64_t)kMaxCases * kCaseRecordSize < 0xFFFFFFFFull, "case table fits uint32_t");
 static_assert(kTensorDims + 4 * kMaxRank == kTensorRecordSize, "tensor record layout");
-
-uint16_t LoadU16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-uint32_t LoadU32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
-float LoadF32(const uint8_t* p) {
-  const uint32_t bits = LoadU32(p);
-  float f;
-  memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-bool RangeOk(uint32_t offset, uint32_t length, uint32_t limit) {
-  return offset <= limit && length <= limit - offset;
-}
 
 bool NameCharOk(uint8_t c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||

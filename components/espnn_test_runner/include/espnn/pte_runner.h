@@ -19,8 +19,8 @@
 //   ESPNN_END v=1 mode=pte cases=<n> passed=<n> failed=<n>
 //   ESPNN_SUITE_ERROR v=1 msg=<rest of the line>   (then ESPNN_END ... failed=1)
 //
-// python/executorch_espnn/pte_suite.py run_suite() prints the same lines on
-// the host (timing through Python, no cycle counter or heap figures).
+// python/executorch_espnn/pte_suite.py run_suite() runs this core on the
+// host through the Python extension (host/binding/et/suite_runner.cpp).
 //
 // Portable C++ over ExecuTorch's C++ API and espnn::bundle::RunnerPlatform:
 // tests/firmware builds and runs it on the host against the executorch
