@@ -365,6 +365,12 @@ class Unary(nn.Module):
             F.gelu(y),
             F.hardsigmoid(y),
             F.elu(y),
+            F.leaky_relu(y, 0.2),
+            F.selu(y),
+            F.celu(y, 1.3),
+            F.mish(y),
+            F.softplus(y, 2.0),
+            F.logsigmoid(y),
         )
 
 
@@ -399,6 +405,12 @@ def test_fixed_output_qparams(unary_quantized, target, scale, zp):
         aten.gelu.default,
         aten.hardsigmoid.default,
         aten.elu.default,
+        aten.leaky_relu.default,
+        aten.selu.default,
+        aten.celu.default,
+        aten.mish.default,
+        aten.softplus.default,
+        aten.log_sigmoid.default,
     ],
 )
 def test_unary_ops_get_their_own_output_observer(unary_quantized, target):

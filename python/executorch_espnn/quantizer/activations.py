@@ -2,7 +2,8 @@
 
 * softmax, sigmoid, tanh: the int8 kernels fix the output quantization
   (FixedQParamsQuantizationSpec), the input gets an activation observer;
-* hardswish, silu, gelu, hardsigmoid, elu, leaky_relu: own input and output observers
+* hardswish, silu, gelu, hardsigmoid, elu, leaky_relu, selu, celu, mish, softplus,
+  log_sigmoid: own input and output observers
   (the lowering emits a LUT or HARD_SWISH, which map any input quantization to any
   output quantization); relu/relu6/hardtanh/clamp are fused (conv_linear.py,
   elementwise.py) or share their input's qparams (shared.py);

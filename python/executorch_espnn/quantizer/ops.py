@@ -68,6 +68,14 @@ UNARY_OWN_OUTPUT = {
     aten.elu_.default,
     aten.leaky_relu.default,
     aten.leaky_relu_.default,
+    aten.selu.default,
+    aten.selu_.default,
+    aten.celu.default,
+    aten.celu_.default,
+    aten.mish.default,
+    aten.mish_.default,
+    aten.softplus.default,
+    aten.log_sigmoid.default,
 }
 
 # Reductions that requantize (MEAN_HW): own input and output observers.

@@ -1,4 +1,5 @@
-"""sigmoid, tanh, silu, gelu (both approximations), hardsigmoid -> LUT.
+"""sigmoid, tanh, silu, gelu (both approximations), hardsigmoid, leaky_relu, elu,
+selu, celu, mish, softplus, log_sigmoid -> LUT.
 
 An int8 input has 256 values, so any elementwise function is a 256-entry
 table (quant_params.lut_from_function). The table evaluates PyTorch's own
@@ -6,9 +7,14 @@ float32 function on the dequantized input as the quantized model computes it
 (float32 (q - zp) * scale), so the device matches PyTorch up to the output
 rounding. The output quantization is whatever the graph's quantize says
 (sigmoid and tanh have the fixed 1/256, -128 and 1/128, 0 of EspNNQuantizer;
-any other is tabulated as well). silu and hardsigmoid are kept from
-decomposition where delegated (the Edge dialect would split them into
-sigmoid/mul and add/clamp/div). Elementwise: the op keeps the input's layout.
+any other is tabulated as well). The table of an op with scalar parameters
+(negative_slope, alpha, scale, input_scale, beta, threshold) calls the ATen op itself
+with the node's own arguments, so every parameter value is tabulated as PyTorch
+computes it. silu, hardsigmoid, selu, celu, mish, softplus and log_sigmoid are
+kept from decomposition where delegated (the Edge dialect would split them into
+several elementwise ops). hardshrink and softshrink are not here: export's first
+decomposition pass splits them (abs/le/where) even with an empty table, before a
+partitioner can keep them. Elementwise: the op keeps the input's layout.
 """
 
 from __future__ import annotations
@@ -32,14 +38,34 @@ def _gelu(node):
     return lambda x: F.gelu(x, approximate=approximate)
 
 
+def _aten(node):
+    """The node's own ATen op on a float32 tensor, with the node's scalar arguments."""
+    rest, kwargs = node.args[1:], dict(node.kwargs)
+    for a in (*rest, *kwargs.values()):
+        if not isinstance(a, (bool, int, float)):
+            raise Unsupported(f"{op_name(node)} with a non-scalar argument {a!r}")
+    ns, name, overload = op_name(node).split(".")
+    op = getattr(getattr(getattr(torch.ops, ns), name), overload)
+    return lambda x: op(x, *rest, **kwargs)
+
+
 FUNCTIONS = {
     "aten.sigmoid.default": lambda node: torch.sigmoid,
     "aten.tanh.default": lambda node: torch.tanh,
     "aten.silu.default": lambda node: F.silu,
     "aten.hardsigmoid.default": lambda node: F.hardsigmoid,
     "aten.gelu.default": _gelu,
+    "aten.leaky_relu.default": _aten,
+    "aten.elu.default": _aten,
+    "aten.selu.default": _aten,
+    "aten.celu.default": _aten,
+    "aten.mish.default": _aten,
+    "aten.softplus.default": _aten,
+    "aten.log_sigmoid.default": _aten,
 }
-PRESERVE = ("aten.silu.default", "aten.hardsigmoid.default")
+# Ops the Edge dialect decomposes (core ATen has no kernel for them).
+PRESERVE = ("aten.silu.default", "aten.hardsigmoid.default", "aten.selu.default", "aten.celu.default",
+            "aten.mish.default", "aten.softplus.default", "aten.log_sigmoid.default")
 
 
 @dataclass

@@ -1,0 +1,96 @@
+"""Element-wise activations tabulated into one XTS3 LUT: leaky_relu, elu, selu, celu,
+mish, softplus, log_sigmoid.
+
+Each op is delegated alone (one partition, a single LUT, nothing on the CPU) and fed
+all 256 int8 input codes; every output is within 1 LSB of the independent oracle
+quantize(f(dequantize(x))) with f written out here in float64 numpy (not PyTorch's
+kernel, which the lowering itself tabulates). A model-level case keeps each op
+between two quantized convolutions in one partition."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("executorch")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from aot_harness import CHAIN_LSB, cpu_nodes, delegate_nodes, lower_and_check, op_names, payloads, run_lowered  # noqa: E402
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softplus(x, beta=1.0, threshold=20.0):
+    return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
+
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+# name: (module, float64 reference, calibration range)
+CASES = {
+    "leaky_relu": (nn.LeakyReLU(0.2), lambda x: np.where(x > 0, x, 0.2 * x), 6.0),
+    "leaky_relu_steep": (nn.LeakyReLU(3.0), lambda x: np.where(x > 0, x, 3.0 * x), 2.0),
+    "elu": (nn.ELU(0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x)), 5.0),
+    "selu": (nn.SELU(), lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(x)), 4.0),
+    "celu": (nn.CELU(1.3), lambda x: np.where(x > 0, x, 1.3 * np.expm1(x / 1.3)), 5.0),
+    "mish": (nn.Mish(), lambda x: x * np.tanh(_softplus(x)), 6.0),
+    "softplus": (nn.Softplus(2.0, 3.0), lambda x: _softplus(x, 2.0, 3.0), 4.0),
+    "log_sigmoid": (nn.LogSigmoid(), lambda x: np.log(_sigmoid(x)), 6.0),
+}
+
+
+def _qparams(node):
+    return float(node.args[1]), int(node.args[2])
+
+
+def _input_output_qparams(converted):
+    quants = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
+              and "dequantize" not in str(n.target)]
+    deq_out = converted.graph.output_node().args[0]
+    deq_out = deq_out[0] if isinstance(deq_out, (list, tuple)) else deq_out
+    return _qparams(quants[0]), _qparams(deq_out)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_lut_activation_all_int8_inputs_within_one_lsb(name, quantize):
+    from executorch_espnn import to_espnn_edge
+
+    module, ref, span = CASES[name]
+    calib = torch.linspace(-span, span, 256).reshape(1, 4, 8, 8)
+    converted = quantize(module.eval(), (calib,))
+    (s_in, zp_in), (s_out, zp_out) = _input_output_qparams(converted)
+    edge = to_espnn_edge(torch.export.export(converted, (calib,)), allow_cpu_fallback=False)
+    assert len(delegate_nodes(edge)) == 1
+    assert not cpu_nodes(edge), cpu_nodes(edge)
+    (blob,) = payloads(edge)
+    assert op_names(blob) == ["QUANTIZE", "LUT", "DEQUANTIZE"], op_names(blob)
+
+    q = np.arange(-128, 128, dtype=np.int64)
+    x = ((q - zp_in).astype(np.float32) * np.float32(s_in)).astype(np.float32)
+    (out,), calls = run_lowered(edge, [torch.from_numpy(x.reshape(1, 4, 8, 8))])
+    assert calls == 1
+    want_q = np.clip(np.round(ref(x.astype(np.float64)) / s_out) + zp_out, -128, 127)
+    got_q = np.round(out.detach().numpy().reshape(-1).astype(np.float64) / s_out) + zp_out
+    err = np.abs(got_q - want_q)
+    print(f"{name}: in ({s_in:.5f}, {zp_in}) out ({s_out:.5f}, {zp_out}): max {err.max():.0f} LSB, "
+          f"{100 * np.mean(err == 0):.1f}% exact")
+    assert err.max() <= 1, f"{name}: {err.max()} LSB off at inputs {q[err > 1]}"
+
+
+class ConvActConv(nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.a, self.act, self.b = nn.Conv2d(3, 8, 3, padding=1), act, nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.b(self.act(self.a(x)))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_lut_activation_between_quantized_convolutions(name, quantize):
+    x = (2 * torch.randn(1, 3, 6, 6, generator=torch.Generator().manual_seed(3)),)
+    edge, _, _ = lower_and_check(ConvActConv(CASES[name][0]), x, quantize, label=name, max_lsb=CHAIN_LSB)
+    (blob,) = payloads(edge)
+    assert op_names(blob).count("LUT") == 1 and op_names(blob).count("CONV2D") == 2, op_names(blob)
