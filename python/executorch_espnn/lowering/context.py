@@ -20,7 +20,7 @@ import torch
 from torch.fx import Node
 
 from ..compile_spec import CompileOptions
-from ..quant_params import quantize_multiplier
+from ..quant_params import lut_from_function, quantize_multiplier
 from ..serialization import Xts3Writer
 from .graph import ConstantSource, Subgraph, Unsupported, dtype_of, op_name, static_shape
 from . import limits as _limits
@@ -55,6 +55,7 @@ class LowerContext(CheckContext):
         self._layout_cache: dict[tuple, Value] = {}
         self._dims_cache: dict[tuple, int] = {}
         self._const_cache: dict[tuple, int] = {}
+        self._negated: dict[tuple, Value] = {}
 
     # -- writer ----------------------------------------------------------------
     def new_tensor(self, dims: Sequence[int], dtype: str = "INT8", qparams: QParams | None = None) -> int:
@@ -148,6 +149,23 @@ class LowerContext(CheckContext):
             self.emit("RESHAPE", [value.tensor], [out])
             self._dims_cache[key] = out
         return self._dims_cache[key]
+
+    def negate(self, value: Value) -> Value:
+        """-value, exactly: the int8 code q becomes -1 - q (bitwise not) in
+        QParams.negated(). A constant is negated here, any other value by a LUT."""
+        qp = value.qparams
+        neg = qp.negated()
+        key = ("const", id(value.const)) if value.is_constant else ("tensor", value.tensor, value.dims)
+        if key not in self._negated:
+            if value.is_constant:
+                # The original stays referenced (self.values), so its id is not reused.
+                self._negated[key] = replace(value, qparams=neg, const=np.invert(value.const))
+            else:
+                table = lut_from_function(lambda x: -x, qp.scale, qp.zero_point, neg.scale, neg.zero_point)
+                out = self.new_value(value.shape, neg, value.layout, dims=value.dims)
+                self.emit("LUT", [self.tensor(value, value.dims), self.constant(table)], [out.tensor])
+                self._negated[key] = out
+        return self._negated[key]
 
     def requantize(self, value: Value, qp: QParams) -> Value:
         """`value` in quantization `qp` (a REQUANTIZE op unless they are equal)."""

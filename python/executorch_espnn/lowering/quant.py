@@ -67,6 +67,11 @@ class QParams:
         return (f32(self.scale) == f32(other.scale) and self.zero_point == other.zero_point
                 and self.qmin == other.qmin and self.qmax == other.qmax)
 
+    def negated(self) -> "QParams":
+        """The quantization in which the code -1 - q (bitwise not of q) holds the
+        real value -(q - zero_point) * scale: every int8 code maps to one."""
+        return QParams(self.scale, -1 - self.zero_point, -1 - self.qmax, -1 - self.qmin)
+
     @property
     def full_range(self) -> bool:
         return self.qmin == -128 and self.qmax == 127

@@ -28,13 +28,18 @@ _HISTC_LIMIT = 3.4028235e15
 
 
 def scalars_to_constants(gm: GraphModule) -> GraphModule:
-    """Replace Python-number operands of float add/mul with 0-d constant tensors.
+    """Replace Python-number operands of float add/sub/mul with 0-d constant tensors.
 
     XNNPACK's quantizer has a similar pass; ours only touches float32 ops, so integer
     arithmetic keeps its dtype, and it copies the node's fake mode for the new value.
+    A float rsub(x, other) (``other - x``, e.g. ``1.0 - x``) becomes sub(other, x) first.
     """
     changed = False
     for node in list(gm.graph.nodes):
+        if is_call(node, ops.RSUB) and is_float_tensor(node) and len(node.args) >= 2:
+            node.target = torch.ops.aten.sub.Tensor
+            node.args = (node.args[1], node.args[0], *node.args[2:])
+            changed = True
         if not is_call(node, ops.ADD_MUL) or not is_float_tensor(node):
             continue
         new_args = list(node.args)

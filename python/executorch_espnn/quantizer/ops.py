@@ -45,9 +45,13 @@ FUSABLE_ACTIVATIONS = {
 ADD_MUL = {
     aten.add.Tensor,
     aten.add_.Tensor,
+    aten.sub.Tensor,
+    aten.sub_.Tensor,
     aten.mul.Tensor,
     aten.mul_.Tensor,
 }
+# other - x: rewritten to sub(other, x) before annotation.
+RSUB = {aten.rsub.Scalar, aten.rsub.Tensor}
 
 # Output quantization fixed by the int8 kernels (TFLite semantics).
 SOFTMAX = {aten.softmax.int, aten._softmax.default}

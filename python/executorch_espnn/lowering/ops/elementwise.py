@@ -1,4 +1,10 @@
-"""aten.add.Tensor / aten.mul.Tensor -> ADD / MUL with numpy broadcasting.
+"""aten.add.Tensor / aten.sub.Tensor / aten.mul.Tensor -> ADD / MUL with numpy broadcasting.
+
+sub is an ADD of the negated second operand. XTS3's ADD validates its input
+multipliers as non-negative, so the sign is not folded into a multiplier; the
+negation is exact int8 work instead: a constant operand is negated at compile
+time, an activation by a LUT (code q -> -1 - q in QParams.negated(), which
+holds -x exactly for every code; LowerContext.negate).
 
 Both operands are int8 (an operand may be a quantized constant: it is written
 as an XTS3 constant in the layout of the other operand). The op runs in
@@ -30,14 +36,17 @@ class ElementwisePlan:
 
 
 def analyze(node, cc) -> ElementwisePlan:
-    kind = "ADD" if op_name(node).startswith("aten.add") else "MUL"
+    name = op_name(node)
+    kind = "MUL" if name.startswith("aten.mul") else "ADD"
     a, b = node.args[0], node.args[1]
     if kind == "ADD" and node.kwargs.get("alpha", 1) != 1:
-        raise Unsupported(f"add with alpha = {node.kwargs['alpha']}")
+        raise Unsupported(f"{name} with alpha = {node.kwargs['alpha']}")
     if not isinstance(a, Node) or not isinstance(b, Node):
         raise Unsupported("an operand is a Python scalar, not a quantized tensor")
     qa = input_qparams(a, node, cc, allow_constant=True)
     qb = input_qparams(b, node, cc, allow_constant=True)
+    if name.startswith("aten.sub"):
+        qb = qb.negated()
     if cc.constants.is_constant(a.args[0]) and cc.constants.is_constant(b.args[0]):
         raise Unsupported("both operands are constants")
     out = output_spec(node, cc)
@@ -71,7 +80,10 @@ def expand_rank(ctx, v: Value, rank: int) -> Value:
 def lower(node, ctx):
     p = analyze(node, ctx)
     rank = len(p.out_shape)
-    values = [expand_rank(ctx, ctx.input(n), rank) for n in node.args[:2]]
+    values = [ctx.input(n) for n in node.args[:2]]
+    if op_name(node).startswith("aten.sub"):
+        values[1] = ctx.negate(values[1])
+    values = [expand_rank(ctx, v, rank) for v in values]
     layout = CONTIG
     if rank in (3, 4) and any(v.layout == CHANNELS_LAST and not v.is_constant for v in values):
         layout = CHANNELS_LAST
@@ -83,4 +95,4 @@ def lower(node, ctx):
     ctx.finish(node, p.out, out)
 
 
-register("aten.add.Tensor", "aten.mul.Tensor", analyze=analyze, lower=lower, fuses_activation=True)
+register("aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", analyze=analyze, lower=lower, fuses_activation=True)
