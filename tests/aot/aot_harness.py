@@ -89,3 +89,43 @@ def lower_and_check(model, example_inputs, quantize, *, label="", strict=True, c
     refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]
     fractions = compare(outputs, refs, output_scales(converted), label, max_lsb=max_lsb)
     return edge, converted, fractions
+
+
+# ---- all-codes checks of one delegated op against a float64 oracle -----------------------
+
+def _qparams_of(node):
+    return float(node.args[1]), int(node.args[2])
+
+
+def input_qparams(converted):
+    """(scale, zero_point) of each graph input's quantize in a convert_pt2e model, in input order."""
+    out = []
+    for ph in (n for n in converted.graph.nodes if n.op == "placeholder"):
+        (q,) = [u for u in ph.users if "quantize_per_tensor" in str(u.target)]
+        out.append(_qparams_of(q))
+    return out
+
+
+def output_qparams(converted):
+    """(scale, zero_point) of each graph output's dequantize."""
+    out = converted.graph.output_node().args[0]
+    return [_qparams_of(n) for n in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+def all_codes(qp, shape):
+    """The 256 int8 codes of quantization `qp` as float32 reals (exactly representable), in `shape`."""
+    import numpy as np
+
+    s, zp = qp
+    q = np.arange(-128, 128, dtype=np.int64)
+    return torch.from_numpy(((q - zp).astype(np.float32) * np.float32(s)).reshape(shape))
+
+
+def lsb_off(got, want_real, qp):
+    """|code of `got` - quantize(want_real)| per element (want_real: float64 numpy)."""
+    import numpy as np
+
+    s, zp = qp
+    want = np.clip(np.round(want_real / s) + zp, -128, 127)
+    got = np.round(got.detach().numpy().astype(np.float64) / s) + zp
+    return np.abs(got - want)

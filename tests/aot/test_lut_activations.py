@@ -15,7 +15,19 @@ pytest.importorskip("executorch")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from aot_harness import CHAIN_LSB, cpu_nodes, delegate_nodes, lower_and_check, op_names, payloads, run_lowered  # noqa: E402
+from aot_harness import (  # noqa: E402
+    CHAIN_LSB,
+    all_codes,
+    cpu_nodes,
+    delegate_nodes,
+    input_qparams,
+    lower_and_check,
+    lsb_off,
+    op_names,
+    output_qparams,
+    payloads,
+    run_lowered,
+)
 
 
 def _sigmoid(x):
@@ -41,18 +53,6 @@ CASES = {
 }
 
 
-def _qparams(node):
-    return float(node.args[1]), int(node.args[2])
-
-
-def _input_output_qparams(converted):
-    quants = [n for n in converted.graph.nodes if "quantize_per_tensor" in str(n.target)
-              and "dequantize" not in str(n.target)]
-    deq_out = converted.graph.output_node().args[0]
-    deq_out = deq_out[0] if isinstance(deq_out, (list, tuple)) else deq_out
-    return _qparams(quants[0]), _qparams(deq_out)
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_lut_activation_all_int8_inputs_within_one_lsb(name, quantize):
     from executorch_espnn import to_espnn_edge
@@ -60,23 +60,20 @@ def test_lut_activation_all_int8_inputs_within_one_lsb(name, quantize):
     module, ref, span = CASES[name]
     calib = torch.linspace(-span, span, 256).reshape(1, 4, 8, 8)
     converted = quantize(module.eval(), (calib,))
-    (s_in, zp_in), (s_out, zp_out) = _input_output_qparams(converted)
+    ((s_in, zp_in),), ((s_out, zp_out),) = input_qparams(converted), output_qparams(converted)
     edge = to_espnn_edge(torch.export.export(converted, (calib,)), allow_cpu_fallback=False)
     assert len(delegate_nodes(edge)) == 1
     assert not cpu_nodes(edge), cpu_nodes(edge)
     (blob,) = payloads(edge)
     assert op_names(blob) == ["QUANTIZE", "LUT", "DEQUANTIZE"], op_names(blob)
 
-    q = np.arange(-128, 128, dtype=np.int64)
-    x = ((q - zp_in).astype(np.float32) * np.float32(s_in)).astype(np.float32)
-    (out,), calls = run_lowered(edge, [torch.from_numpy(x.reshape(1, 4, 8, 8))])
+    x = all_codes((s_in, zp_in), (1, 4, 8, 8))
+    (out,), calls = run_lowered(edge, [x])
     assert calls == 1
-    want_q = np.clip(np.round(ref(x.astype(np.float64)) / s_out) + zp_out, -128, 127)
-    got_q = np.round(out.detach().numpy().reshape(-1).astype(np.float64) / s_out) + zp_out
-    err = np.abs(got_q - want_q)
+    err = lsb_off(out, ref(x.double().numpy()), (s_out, zp_out)).reshape(-1)
     print(f"{name}: in ({s_in:.5f}, {zp_in}) out ({s_out:.5f}, {zp_out}): max {err.max():.0f} LSB, "
           f"{100 * np.mean(err == 0):.1f}% exact")
-    assert err.max() <= 1, f"{name}: {err.max()} LSB off at inputs {q[err > 1]}"
+    assert err.max() <= 1, f"{name}: {err.max()} LSB off"
 
 
 class ConvActConv(nn.Module):

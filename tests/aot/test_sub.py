@@ -11,38 +11,18 @@ pytest.importorskip("executorch")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from aot_harness import cpu_nodes, delegate_nodes, lower_and_check, op_names, payloads, run_lowered  # noqa: E402
-
-
-def _q(node):
-    return float(node.args[1]), int(node.args[2])
-
-
-def _input_qparams(converted):
-    """(scale, zero_point) of each graph input's quantize, in input order."""
-    out = []
-    for ph in (n for n in converted.graph.nodes if n.op == "placeholder"):
-        (q,) = [u for u in ph.users if "quantize_per_tensor" in str(u.target)]
-        out.append(_q(q))
-    return out
-
-
-def _output_qparams(converted):
-    out = converted.graph.output_node().args[0]
-    return [_q(n) for n in (out if isinstance(out, (list, tuple)) else [out])]
-
-
-def _codes(qp, shape):
-    s, zp = qp
-    q = np.arange(-128, 128, dtype=np.int64)
-    return torch.from_numpy(((q - zp).astype(np.float32) * np.float32(s)).reshape(shape))
-
-
-def _lsb(got, want_real, qp):
-    s, zp = qp
-    want = np.clip(np.round(want_real / s) + zp, -128, 127)
-    got = np.round(got.detach().numpy().astype(np.float64) / s) + zp
-    return np.abs(got - want)
+from aot_harness import (  # noqa: E402
+    all_codes,
+    cpu_nodes,
+    delegate_nodes,
+    input_qparams,
+    lower_and_check,
+    lsb_off,
+    op_names,
+    output_qparams,
+    payloads,
+    run_lowered,
+)
 
 
 class Sub(torch.nn.Module):
@@ -50,25 +30,25 @@ class Sub(torch.nn.Module):
         return a - b, F.relu(b - a)
 
 
-def test_sub_of_two_activations_every_code_pair_within_one_lsb(quantize):
+def test_sub_of_two_activations_every_code_pair_within_onelsb_off(quantize):
     from executorch_espnn import to_espnn_edge
 
     g = torch.Generator().manual_seed(0)
     calib = (3 * torch.rand(1, 256, 1, generator=g) - 1, 4 * torch.rand(1, 1, 256, generator=g) - 2)
     converted = quantize(Sub(), calib)
-    qa, qb = _input_qparams(converted)
+    qa, qb = input_qparams(converted)
     edge = to_espnn_edge(torch.export.export(converted, calib), allow_cpu_fallback=False)
     assert len(delegate_nodes(edge)) == 1 and not cpu_nodes(edge)
     (blob,) = payloads(edge)
     ops = op_names(blob)
     assert ops.count("ADD") == 2 and ops.count("LUT") == 2, ops  # b negated for a - b, a for b - a
-    a, b = _codes(qa, (1, 256, 1)), _codes(qb, (1, 1, 256))
+    a, b = all_codes(qa, (1, 256, 1)), all_codes(qb, (1, 1, 256))
     (d, r), calls = run_lowered(edge, [a, b])
     assert calls == 1
     real_a, real_b = a.double().numpy(), b.double().numpy()
-    (qd, qr) = _output_qparams(converted)
-    err_d = _lsb(d, real_a - real_b, qd)
-    err_r = _lsb(r, np.maximum(real_b - real_a, 0.0), qr)
+    (qd, qr) = output_qparams(converted)
+    err_d = lsb_off(d, real_a - real_b, qd)
+    err_r = lsb_off(r, np.maximum(real_b - real_a, 0.0), qr)
     print(f"a - b: max {err_d.max():.0f} LSB, {int((err_d > 0).sum())} of {err_d.size} off; "
           f"relu(b - a): max {err_r.max():.0f} LSB, {int((err_r > 0).sum())} off")
     assert err_d.max() <= 1 and err_r.max() <= 1
@@ -83,7 +63,7 @@ class SubConstants(torch.nn.Module):
         return x - 0.25, 1.0 - x, x - self.mean, torch.sub(self.mean, x)
 
 
-def test_sub_and_rsub_with_constants_delegated_within_one_lsb(quantize):
+def test_sub_and_rsub_with_constants_delegated_within_onelsb_off(quantize):
     x = (2 * torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(2)),)
     edge, converted, _ = lower_and_check(SubConstants(), x, quantize, label="sub const")
     assert not any("rsub" in str(n.target) for n in converted.graph.nodes)

@@ -1,4 +1,5 @@
-"""add / mul (broadcasting, constant and scalar operands) (+ clamp activation).
+"""add / sub / mul (broadcasting, constant and scalar operands) (+ clamp activation);
+rsub and division by a Python number are rewritten to sub and mul first.
 
 Every operand gets its own activation observer (ESP-NN's add/mul rescale each input),
 the output one more, placed after a fused relu/relu6/hardtanh/clamp when there is one.
@@ -27,18 +28,28 @@ from .annotation import (
 _HISTC_LIMIT = 3.4028235e15
 
 
+def _nonzero_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0 and abs(v) < float("inf")
+
+
 def scalars_to_constants(gm: GraphModule) -> GraphModule:
     """Replace Python-number operands of float add/sub/mul with 0-d constant tensors.
 
     XNNPACK's quantizer has a similar pass; ours only touches float32 ops, so integer
     arithmetic keeps its dtype, and it copies the node's fake mode for the new value.
-    A float rsub(x, other) (``other - x``, e.g. ``1.0 - x``) becomes sub(other, x) first.
+    A float rsub(x, other) (``other - x``, e.g. ``1.0 - x``) becomes sub(other, x)
+    first, and a float division by a nonzero Python number, div(x, c), becomes
+    mul(x, 1 / c) (one quantized MUL; its constant is observed like any other).
     """
     changed = False
     for node in list(gm.graph.nodes):
         if is_call(node, ops.RSUB) and is_float_tensor(node) and len(node.args) >= 2:
             node.target = torch.ops.aten.sub.Tensor
             node.args = (node.args[1], node.args[0], *node.args[2:])
+            changed = True
+        if is_call(node, ops.DIV) and is_float_tensor(node) and _nonzero_number(node.args[1]):
+            node.target = torch.ops.aten.mul.Tensor
+            node.args = (node.args[0], 1.0 / float(node.args[1]))
             changed = True
         if not is_call(node, ops.ADD_MUL) or not is_float_tensor(node):
             continue

@@ -52,6 +52,8 @@ ADD_MUL = {
 }
 # other - x: rewritten to sub(other, x) before annotation.
 RSUB = {aten.rsub.Scalar, aten.rsub.Tensor}
+# x / c for a Python number c: rewritten to mul(x, 1 / c) before annotation.
+DIV = {aten.div.Tensor}
 
 # Output quantization fixed by the int8 kernels (TFLite semantics).
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
