@@ -85,14 +85,19 @@ def test_negated_quantization_holds_minus_x_for_every_code():
         np.testing.assert_array_equal((nq.astype(np.int64) - neg.zero_point), -(q.astype(np.int64) - zp))
 
 
-def test_sub_with_alpha_stays_on_the_cpu(quantize):
+@pytest.mark.parametrize("form", ["sub", "rsub"])
+def test_sub_with_alpha_stays_on_the_cpu_and_keeps_its_value(form, quantize):
     from executorch_espnn import to_espnn_edge
 
     class SubAlpha(torch.nn.Module):
         def forward(self, a, b):
-            return torch.sub(a, b, alpha=2)
+            return torch.sub(a, b, alpha=2) if form == "sub" else torch.rsub(a, 1.5, 2)
 
-    x = (torch.randn(1, 4, 4), torch.randn(1, 4, 4))
-    ep = torch.export.export(quantize(SubAlpha(), x), x)
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(1, 4, 4, generator=g), torch.randn(1, 4, 4, generator=g))
+    converted = quantize(SubAlpha(), x)
+    want = SubAlpha()(*x)
+    torch.testing.assert_close(converted(*x), want, atol=0.1, rtol=0)  # rsub rewritten keeps other - alpha * x
+    ep = torch.export.export(converted, x)
     with pytest.raises(RuntimeError, match="aten.sub.Tensor with alpha = 2"):
         to_espnn_edge(ep, allow_cpu_fallback=False)

@@ -44,8 +44,10 @@ def scalars_to_constants(gm: GraphModule) -> GraphModule:
     changed = False
     for node in list(gm.graph.nodes):
         if is_call(node, ops.RSUB) and is_float_tensor(node) and len(node.args) >= 2:
+            alpha = node.args[2] if len(node.args) > 2 else node.kwargs.get("alpha", 1)
             node.target = torch.ops.aten.sub.Tensor
-            node.args = (node.args[1], node.args[0], *node.args[2:])
+            node.args = (node.args[1], node.args[0])
+            node.kwargs = {"alpha": alpha} if alpha != 1 else {}
             changed = True
         if is_call(node, ops.DIV) and is_float_tensor(node) and _nonzero_number(node.args[1]):
             node.target = torch.ops.aten.mul.Tensor
