@@ -1,5 +1,5 @@
 """Element-wise activations tabulated into one XTS3 LUT: leaky_relu, elu, selu, celu,
-mish, softplus, log_sigmoid.
+mish, softplus, log_sigmoid, prelu with one slope.
 
 Each op is delegated alone (one partition, a single LUT, nothing on the CPU) and fed
 all 256 int8 input codes; every output is within 1 LSB of the independent oracle
@@ -50,6 +50,7 @@ CASES = {
     "mish": (nn.Mish(), lambda x: x * np.tanh(_softplus(x)), 6.0),
     "softplus": (nn.Softplus(2.0, 3.0), lambda x: _softplus(x, 2.0, 3.0), 4.0),
     "log_sigmoid": (nn.LogSigmoid(), lambda x: np.log(_sigmoid(x)), 6.0),
+    "prelu": (nn.PReLU(init=0.3), lambda x: np.where(x > 0, x, np.float32(0.3) * x), 4.0),
 }
 
 
@@ -91,3 +92,15 @@ def test_lut_activation_between_quantized_convolutions(name, quantize):
     edge, _, _ = lower_and_check(ConvActConv(CASES[name][0]), x, quantize, label=name, max_lsb=CHAIN_LSB)
     (blob,) = payloads(edge)
     assert op_names(blob).count("LUT") == 1 and op_names(blob).count("CONV2D") == 2, op_names(blob)
+
+
+def test_per_channel_prelu_stays_float_on_the_cpu(quantize):
+    """One LUT holds one function: prelu with a slope per channel is not quantized
+    (EspNNQuantizer leaves it float) and runs decomposed on the CPU, correctly."""
+    model = nn.Sequential(nn.Conv2d(3, 3, 1), nn.PReLU(3))
+    x = (torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(5)),)
+    edge, converted, _ = lower_and_check(model, x, quantize, label="prelu per channel", strict=False)
+    prelu = [n for n in converted.graph.nodes if "prelu" in str(n.target)]
+    assert len(prelu) == 1 and "dequantize" in str(prelu[0].args[0].target)  # conv output is int8
+    assert not any("quantize_per_tensor" in str(u.target) for u in prelu[0].users)  # prelu output float
+    assert cpu_nodes(edge) and len(delegate_nodes(edge)) == 1

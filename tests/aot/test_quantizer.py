@@ -371,6 +371,7 @@ class Unary(nn.Module):
             F.mish(y),
             F.softplus(y, 2.0),
             F.logsigmoid(y),
+            F.prelu(y, torch.tensor([0.1])),
         )
 
 
@@ -411,6 +412,7 @@ def test_fixed_output_qparams(unary_quantized, target, scale, zp):
         aten.mish.default,
         aten.softplus.default,
         aten.log_sigmoid.default,
+        aten.prelu.default,
     ],
 )
 def test_unary_ops_get_their_own_output_observer(unary_quantized, target):

@@ -3,7 +3,8 @@
 * softmax, sigmoid, tanh: the int8 kernels fix the output quantization
   (FixedQParamsQuantizationSpec), the input gets an activation observer;
 * hardswish, silu, gelu, hardsigmoid, elu, leaky_relu, selu, celu, mish, softplus,
-  log_sigmoid: own input and output observers
+  log_sigmoid, and prelu with a single slope (its weight stays float): own input and
+  output observers
   (the lowering emits a LUT or HARD_SWISH, which map any input quantization to any
   output quantization); relu/relu6/hardtanh/clamp are fused (conv_linear.py,
   elementwise.py) or share their input's qparams (shared.py);
@@ -28,10 +29,18 @@ def _fixed_output(node: Node):
     return None
 
 
+def _single_slope(node: Node) -> bool:
+    w = node.args[1] if len(node.args) > 1 else None
+    val = w.meta.get("val") if isinstance(w, Node) else None
+    return val is not None and val.numel() == 1
+
+
 def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
-    targets = ops.SOFTMAX | ops.SIGMOID | ops.TANH | ops.UNARY_OWN_OUTPUT
+    targets = ops.SOFTMAX | ops.SIGMOID | ops.TANH | ops.UNARY_OWN_OUTPUT | ops.PRELU
     for node in gm.graph.nodes:
         if not is_call(node, targets) or is_annotated(node):
+            continue
+        if node.target in ops.PRELU and not _single_slope(node):
             continue
         x = node.args[0]
         if not (is_float_tensor(node) and is_float_tensor(x)):

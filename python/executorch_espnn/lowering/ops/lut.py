@@ -1,5 +1,5 @@
 """sigmoid, tanh, silu, gelu (both approximations), hardsigmoid, leaky_relu, elu,
-selu, celu, mish, softplus, log_sigmoid -> LUT.
+selu, celu, mish, softplus, log_sigmoid, prelu (one slope) -> LUT.
 
 An int8 input has 256 values, so any elementwise function is a 256-entry
 table (quant_params.lut_from_function). The table evaluates PyTorch's own
@@ -10,7 +10,8 @@ rounding. The output quantization is whatever the graph's quantize says
 any other is tabulated as well). The table of an op with scalar parameters
 (negative_slope, alpha, scale, input_scale, beta, threshold) calls the ATen op itself
 with the node's own arguments, so every parameter value is tabulated as PyTorch
-computes it. silu, hardsigmoid, selu, celu, mish, softplus and log_sigmoid are
+computes it; prelu's single slope is read from its constant weight. silu,
+hardsigmoid, selu, celu, mish, softplus, log_sigmoid and prelu are
 kept from decomposition where delegated (the Edge dialect would split them into
 several elementwise ops). hardshrink and softshrink are not here: export's first
 decomposition pass splits them (abs/le/where) even with an empty table, before a
@@ -31,14 +32,28 @@ from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 
 
-def _gelu(node):
+def _gelu(node, cc):
     approximate = arg(node, 1, "approximate", "none")
     if approximate not in ("none", "tanh"):
         raise Unsupported(f"gelu with approximate={approximate!r}")
     return lambda x: F.gelu(x, approximate=approximate)
 
 
-def _aten(node):
+def _prelu(node, cc):
+    """prelu with one slope for all channels (nn.PReLU()'s default): the slope is
+    a float constant, tabulated with aten.prelu itself. Per-channel slopes would
+    need one table per channel."""
+    w = node.args[1]
+    data = cc.constants.tensor(w) if cc.constants.is_constant(w) else None
+    if data is None:
+        raise Unsupported("prelu weight is not a constant")
+    if data.numel() != 1:
+        raise Unsupported(f"prelu with {data.numel()} slopes (a LUT holds one function)")
+    weight = data.detach().float().reshape(1).clone()
+    return lambda x: torch.ops.aten.prelu.default(x, weight)
+
+
+def _aten(node, cc):
     """The node's own ATen op on a float32 tensor, with the node's scalar arguments."""
     rest, kwargs = node.args[1:], dict(node.kwargs)
     for a in (*rest, *kwargs.values()):
@@ -50,10 +65,10 @@ def _aten(node):
 
 
 FUNCTIONS = {
-    "aten.sigmoid.default": lambda node: torch.sigmoid,
-    "aten.tanh.default": lambda node: torch.tanh,
-    "aten.silu.default": lambda node: F.silu,
-    "aten.hardsigmoid.default": lambda node: F.hardsigmoid,
+    "aten.sigmoid.default": lambda node, cc: torch.sigmoid,
+    "aten.tanh.default": lambda node, cc: torch.tanh,
+    "aten.silu.default": lambda node, cc: F.silu,
+    "aten.hardsigmoid.default": lambda node, cc: F.hardsigmoid,
     "aten.gelu.default": _gelu,
     "aten.leaky_relu.default": _aten,
     "aten.elu.default": _aten,
@@ -62,10 +77,11 @@ FUNCTIONS = {
     "aten.mish.default": _aten,
     "aten.softplus.default": _aten,
     "aten.log_sigmoid.default": _aten,
+    "aten.prelu.default": _prelu,
 }
 # Ops the Edge dialect decomposes (core ATen has no kernel for them).
 PRESERVE = ("aten.silu.default", "aten.hardsigmoid.default", "aten.selu.default", "aten.celu.default",
-            "aten.mish.default", "aten.softplus.default", "aten.log_sigmoid.default")
+            "aten.mish.default", "aten.softplus.default", "aten.log_sigmoid.default", "aten.prelu.default")
 
 
 @dataclass
@@ -92,7 +108,7 @@ def analyze(node, cc) -> LutPlan:
     shape = static_shape(node)
     if len(shape) > cc.limits["max_rank"]:
         raise Unsupported(f"rank {len(shape)} above {cc.limits['max_rank']}")
-    fn = FUNCTIONS[op_name(node)](node)
+    fn = FUNCTIONS[op_name(node)](node, cc)
     in_q = input_qparams(node.args[0], node, cc)
     out = output_spec(node, cc, fuse_activation=False)
     if not out.qparams.full_range:
