@@ -54,7 +54,10 @@ class LowerContext(CheckContext):
         self.current: Node | None = None
         self._layout_cache: dict[tuple, Value] = {}
         self._dims_cache: dict[tuple, int] = {}
-        self._const_cache: dict[tuple, int] = {}
+        # (id of the array, layout, dims) -> (tensor index, the array). The
+        # entry keeps the array alive: a freed temporary's id can be reused by
+        # the next array, which would otherwise get the first one's tensor.
+        self._const_cache: dict[tuple, tuple[int, np.ndarray]] = {}
         self._negated: dict[tuple, Value] = {}
 
     # -- writer ----------------------------------------------------------------
@@ -139,8 +142,8 @@ class LowerContext(CheckContext):
             key = (id(value.const), value.layout, dims)
             if key not in self._const_cache:
                 data = np.transpose(value.const, layout_perm(value.layout, value.rank)).reshape(dims)
-                self._const_cache[key] = self.constant(np.ascontiguousarray(data), value.qparams)
-            return self._const_cache[key]
+                self._const_cache[key] = (self.constant(np.ascontiguousarray(data), value.qparams), value.const)
+            return self._const_cache[key][0]
         if value.dims == dims:
             return value.tensor
         key = (value.tensor, dims)
