@@ -35,7 +35,7 @@ def plan_arena(g: ArenaGraph, pinned_offsets: dict[int, int] | None = None,
         raise ValueError("pinned_offsets must give an offset for exactly the graph's pinned tensors")
     lv = lv or liveness(g)
     align = _native.ARENA_ALIGNMENT
-    blocks = {r: b for r, b in lv.classes().items() if r not in g.pinned}
+    blocks = {r: b for r, b in lv.classes.items() if r not in g.pinned}
     pinned = [(o, o + aligned(g.nbytes[t]), lv.first.get(t, -1), lv.last.get(t, len(g.ops)))
               for t, o in pinned_offsets.items()]
 

@@ -27,6 +27,7 @@ tensors may share bytes, and then only exactly (same offset and size):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .. import _native
 
@@ -95,9 +96,10 @@ class Liveness:
     last: dict[int, int]
     root: dict[int, int]
 
+    @cached_property
     def classes(self) -> dict[int, tuple[int, int, int]]:
         """root -> (first step, last step, aligned bytes) of each class:
-        the block a planner places."""
+        the block a planner places (computed once; the bound asks per step)."""
         out: dict[int, tuple[int, int, int]] = {}
         for t, r in self.root.items():
             lo, hi, size = self.first[t], self.last[t], aligned(self.graph.nbytes[t])
@@ -114,7 +116,7 @@ class Liveness:
 
     def class_bytes(self, tensors) -> int:
         """Aligned bytes of the alias classes of ``tensors``, each counted once."""
-        cls = self.classes()
+        cls = self.classes
         return sum(cls[r][2] for r in {self.root[t] for t in tensors})
 
     def lower_bound(self) -> int:
