@@ -16,6 +16,7 @@
 namespace espnn {
 namespace {
 
+using bytes::LoadF32;
 using bytes::LoadU16;
 using bytes::LoadU32;
 using bytes::RangeOk;
@@ -506,8 +507,7 @@ TensorInfo Model::tensor(uint32_t index) const {
   t.offset = LoadU32(r + kTenOffset);
   t.nbytes = LoadU32(r + kTenNbytes);
   t.zero_point = (int32_t)LoadU32(r + kTenZeroPoint);
-  uint32_t scale_bits = LoadU32(r + kTenScale);
-  memcpy(&t.scale, &scale_bits, 4);
+  t.scale = LoadF32(r + kTenScale);
   for (uint32_t d = 0; d < kMaxRank; ++d) t.dims[d] = LoadU32(r + kTenDims + 4 * d);
   return t;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "espnn/pte_runner.h"
 #include "espnn/pte_suite.h"
@@ -63,7 +64,7 @@ void bind_suite_runner(py::module_& m) {
       "run_suite",
       [](py::bytes suite, uint32_t default_runs, py::function write, std::string platform,
          size_t method_pool_bytes, size_t temp_pool_bytes, uint32_t misalign) {
-        const std::string bytes = suite;
+        const std::string_view bytes = suite;  // the Python object's buffer, no copy
         // The suite as a flash mmap holds it: 128-byte aligned, so the
         // program is used in place, unless `misalign` moves it off.
         constexpr size_t kAlign = espnn::pte::kPteAlignment;

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import _native
 from .arena_rule import ArenaGraph, Liveness, aligned, liveness
 
 
@@ -34,7 +33,6 @@ def plan_arena(g: ArenaGraph, pinned_offsets: dict[int, int] | None = None,
     if set(pinned_offsets) != set(g.pinned):
         raise ValueError("pinned_offsets must give an offset for exactly the graph's pinned tensors")
     lv = lv or liveness(g)
-    align = _native.ARENA_ALIGNMENT
     blocks = {r: b for r, b in lv.classes.items() if r not in g.pinned}
     pinned = [(o, o + aligned(g.nbytes[t]), lv.first.get(t, -1), lv.last.get(t, len(g.ops)))
               for t, o in pinned_offsets.items()]
@@ -48,7 +46,7 @@ def plan_arena(g: ArenaGraph, pinned_offsets: dict[int, int] | None = None,
             for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
                 if offset + size <= o:
                     break
-                offset = max(offset, -(-e // align) * align)
+                offset = max(offset, aligned(e))
             offsets[r] = offset
             placed.append((offset, offset + size, lo, hi))
         return offsets, max((p[1] for p in placed), default=0)

@@ -150,10 +150,10 @@ class Xts3Writer:
         self._ops = [self._ops[i] for i in order]
 
     # -- bytes -------------------------------------------------------------------
-    def to_bytes(self, plan: ArenaPlan | None = None) -> bytes:
-        """The blob, with the arena offsets of ``plan`` (default: the
-        planner's plan for the ops in their current order)."""
-        plan = plan or self.plan()
+    def to_bytes(self) -> bytes:
+        """The blob, with the memory planner's arena offsets for the ops in
+        their current order (``plan()``)."""
+        plan = self.plan()
         offsets, arena_size = plan.offsets, plan.arena_size
 
         constants = bytearray()
