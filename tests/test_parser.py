@@ -60,7 +60,7 @@ def requant(w: Xts3Writer, a: int, b: int, **kw) -> int:
 def test_valid_blobs_parse_and_run(name):
     v = VALID[name]
     s = fmt.parse(v.blob)
-    assert s["version"] == fmt.FORMAT_VERSION and s["size"] == len(v.blob)
+    assert fmt.MIN_FORMAT_VERSION <= s["version"] <= fmt.FORMAT_VERSION and s["size"] == len(v.blob)
     assert s["arena_bytes"] % fmt.ARENA_ALIGNMENT == 0
     for t in s["tensors"]:
         if t["memory"] == "ARENA":
@@ -441,7 +441,7 @@ def patch_op(blob: bytes, i: int, field: str, value: int) -> bytes:
 @pytest.mark.parametrize("opcode", [0, 999, max(d["opcode"] for d in fmt.OPCODES.values()) + 1, 0xFFFF])
 def test_unknown_opcode(opcode):
     assert_rejected(patch_op(chain().blob, 1, "opcode", opcode),
-                    rf"^op 1: unknown opcode {opcode} for format version {fmt.FORMAT_VERSION}$")
+                    rf"^op 1: unknown opcode {opcode} for format version {fmt.MIN_FORMAT_VERSION}$")
 
 
 def test_every_opcode_is_known_in_the_current_version():
@@ -644,3 +644,10 @@ def test_op_count_limit():
     (out,) = fmt.Program(blob(LIMITS["max_ops"])).run([np.full(4, 3, np.int8)])
     np.testing.assert_array_equal(out, np.full(4, 3))  # x0.5 then x2 (shift 1): identity
     assert_rejected(blob(LIMITS["max_ops"] + 1), r"^2049 ops exceed the limit of 2048$")
+
+
+def test_writer_writes_the_oldest_version_that_has_every_op():
+    """A graph of version-1 opcodes is written as version 1, so a runtime that
+    reads only version 1 still loads it; the version moves only with the ops."""
+    s = fmt.parse(chain().blob)
+    assert s["version"] == max(fmt.OPCODES[op["op"]]["min_version"] for op in s["ops"]) == 1

@@ -297,7 +297,7 @@ def unknown_opcode() -> list[Case]:
     at = xm.Layout(blob).op(0) + fmt.OP_FIELDS["opcode"]
     top = max(d["opcode"] for d in fmt.OPCODES.values())
     cases = [Case("unknown_opcode", f"opcode_{code}", xm.patch(blob, at, "H", code),
-                  rf"^op 0: unknown opcode {code} for format version {fmt.FORMAT_VERSION}$")
+                  rf"^op 0: unknown opcode {code} for format version {fmt.MIN_FORMAT_VERSION}$")
              for code in (0, top + 1, 0x7FFF, 0xFFFF)]
     # A blob of a later version (whose opcodes this runtime cannot know) is
     # refused as a whole, before any op is decoded.

@@ -257,8 +257,7 @@ def test_bumped_format_version_fails_to_load(small, capfd):
     edge = lower(q8, ex8)
     (lm,) = delegates(edge)
     payload = bytearray(lm.processed_bytes)
-    version = struct.unpack_from("<H", payload, 4)[0]
-    struct.pack_into("<H", payload, 4, version + 1)
+    struct.pack_into("<H", payload, 4, _native.FORMAT_VERSION + 1)
     pte = _pte_with_payload(edge, bytes(payload))
     with pytest.raises(RuntimeError):
         run_pte(pte, [ex8[0]])

@@ -150,6 +150,11 @@ class Xts3Writer:
         self._ops = [self._ops[i] for i in order]
 
     # -- bytes -------------------------------------------------------------------
+    def format_version(self) -> int:
+        """The oldest format version that has every opcode this graph uses:
+        a graph without newer features stays readable by older runtimes."""
+        return max([fmt.MIN_FORMAT_VERSION] + [fmt.OPCODES[op.name]["min_version"] for op in self._ops])
+
     def to_bytes(self) -> bytes:
         """The blob, with the memory planner's arena offsets for the ops in
         their current order (``plan()``)."""
@@ -218,7 +223,7 @@ class Xts3Writer:
         hf = fmt.HEADER_FIELDS
         header = bytearray(fmt.HEADER_SIZE)
         struct.pack_into("<I", header, hf["magic"], fmt.FORMAT_MAGIC)
-        struct.pack_into("<HH", header, hf["version"], fmt.FORMAT_VERSION, fmt.HEADER_SIZE)
+        struct.pack_into("<HH", header, hf["version"], self.format_version(), fmt.HEADER_SIZE)
         struct.pack_into("<I", header, hf["blob_size"], blob_size)
         struct.pack_into("<I", header, hf["arena_size"], arena_size)
         struct.pack_into("<II", header, hf["section_count"], len(payloads), table_offset)

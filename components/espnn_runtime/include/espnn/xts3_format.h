@@ -18,7 +18,7 @@ namespace xts3 {
 constexpr uint32_t kMagic = 0x33535458u;  // bytes 'X' 'T' 'S' '3'
 // Version written by this runtime. A blob of another version is refused:
 // opcodes and parameter layouts are defined per version below.
-constexpr uint16_t kFormatVersion = 1;
+constexpr uint16_t kFormatVersion = 2;
 constexpr uint16_t kMinFormatVersion = 1;
 
 constexpr uint32_t kHeaderSize = 32;
