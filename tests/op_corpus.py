@@ -97,9 +97,34 @@ def _everything_else() -> bytes:
     return w.to_bytes()
 
 
+def _per_channel_tables() -> bytes:
+    """prelu with a slope per channel, in place over a dying input: CHANNEL_LUT
+    along the channels of an NHWC tensor and along dimension 1 of a [N, C, L] one."""
+    w = Xts3Writer()
+    x = w.tensor([1, 3, 4, 5], scale=S, zero_point=Z)
+    a = w.tensor([1, 3, 4, 5], scale=0.1, zero_point=2)
+    m, s = qp.quantize_multiplier(S / 0.1)
+    w.op("REQUANTIZE", [x], [a], input_zero_point=Z, output_zero_point=2, mult=m, shift=s)
+
+    def prelu_tables(slopes):
+        return np.stack([qp.lut_from_function(lambda v, k=k: np.where(v >= 0, v, k * v), 0.1, 2, 0.08, -5)
+                         for k in slopes])
+
+    nhwc = w.tensor([1, 3, 4, 5], scale=0.08, zero_point=-5)
+    w.op("CHANNEL_LUT", [a, w.constant(prelu_tables(np.linspace(-1, 1, 5)))], [nhwc], axis=3)
+    ncl = w.tensor([1, 3, 20], scale=0.08, zero_point=-5)
+    flat = w.tensor([1, 3, 20], scale=S, zero_point=Z)
+    w.op("RESHAPE", [x], [flat])
+    w.op("CHANNEL_LUT", [flat, w.constant(prelu_tables([0.25, 0.0, 2.0]))], [ncl], axis=1)
+    w.set_inputs([x])
+    w.set_outputs([nhwc, ncl])
+    return w.to_bytes()
+
+
 def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "selfcheck_cnn", selfcheck.build(np.random.default_rng(2026))[0]
     yield "every_other_op", _everything_else()
+    yield "per_channel_tables", _per_channel_tables()
 
 
 def opcodes_used() -> set[str]:

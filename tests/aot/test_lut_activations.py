@@ -1,5 +1,6 @@
 """Element-wise activations tabulated into one XTS3 LUT: leaky_relu, elu, selu, celu,
-mish, softplus, log_sigmoid, prelu with one slope.
+mish, softplus, log_sigmoid, prelu with one slope; prelu with a slope per channel into
+one CHANNEL_LUT (a table per channel).
 
 Each op is delegated alone (one partition, a single LUT, nothing on the CPU) and fed
 all 256 int8 input codes; every output is within 1 LSB of the independent oracle
@@ -94,13 +95,60 @@ def test_lut_activation_between_quantized_convolutions(name, quantize):
     assert op_names(blob).count("LUT") == 1 and op_names(blob).count("CONV2D") == 2, op_names(blob)
 
 
-def test_per_channel_prelu_stays_float_on_the_cpu(quantize):
-    """One LUT holds one function: prelu with a slope per channel is not quantized
-    (EspNNQuantizer leaves it float) and runs decomposed on the CPU, correctly."""
-    model = nn.Sequential(nn.Conv2d(3, 3, 1), nn.PReLU(3))
-    x = (torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(5)),)
-    edge, converted, _ = lower_and_check(model, x, quantize, label="prelu per channel", strict=False)
-    prelu = [n for n in converted.graph.nodes if "prelu" in str(n.target)]
-    assert len(prelu) == 1 and "dequantize" in str(prelu[0].args[0].target)  # conv output is int8
-    assert not any("quantize_per_tensor" in str(u.target) for u in prelu[0].users)  # prelu output float
-    assert cpu_nodes(edge) and len(delegate_nodes(edge)) == 1
+def _prelu_reference(slopes, channel_axis):
+    w = np.asarray(slopes, np.float32).astype(np.float64)
+
+    def ref(x):
+        shape = [1] * x.ndim
+        shape[channel_axis] = w.size
+        return np.where(x > 0, x, w.reshape(shape) * x)
+
+    return ref
+
+
+def test_per_channel_prelu_all_int8_inputs_within_one_lsb(quantize):
+    """prelu with a slope per channel -> one CHANNEL_LUT (a table per channel), fed all
+    256 codes in every channel; oracle: float64 prelu written out here."""
+    from executorch_espnn import to_espnn_edge
+
+    module = nn.PReLU(4)
+    with torch.no_grad():
+        module.weight.copy_(torch.tensor([-0.5, 0.0, 0.3, 2.0]))
+    calib = torch.linspace(-4, 4, 256 * 4).reshape(1, 4, 16, 16)
+    converted = quantize(module.eval(), (calib,))
+    ((s_in, zp_in),), ((s_out, zp_out),) = input_qparams(converted), output_qparams(converted)
+    edge = to_espnn_edge(torch.export.export(converted, (calib,)), allow_cpu_fallback=False)
+    assert not cpu_nodes(edge), cpu_nodes(edge)
+    (blob,) = payloads(edge)
+    assert "CHANNEL_LUT" in op_names(blob) and "LUT" not in op_names(blob), op_names(blob)
+    x = all_codes((s_in, zp_in), (1, 1, 16, 16)).expand(1, 4, 16, 16).contiguous()  # every code, every channel
+    (out,), _ = run_lowered(edge, [x])
+    err = lsb_off(out, _prelu_reference(module.weight.detach().numpy(), 1)(x.double().numpy()), (s_out, zp_out))
+    assert err.max() <= 1, f"{err.max()} LSB off"
+
+
+class LinearPReLU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act = nn.Linear(12, 6), nn.PReLU(6)
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+@pytest.mark.parametrize("model, x, layout", [
+    (nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.PReLU(5), nn.Conv2d(5, 4, 1)), (1, 3, 6, 6), "NHWC"),
+    (LinearPReLU(), (3, 12), "[N, C]"),
+])
+def test_per_channel_prelu_stays_in_the_partition(model, x, layout, quantize):
+    """Between quantized neighbours, per-channel prelu is one CHANNEL_LUT along the
+    channel axis wherever the layout puts it (last for NHWC, 1 for [N, C])."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.PReLU):
+                m.weight.copy_(torch.linspace(-1, 1.5, m.weight.numel()))
+    xs = (torch.randn(*x, generator=torch.Generator().manual_seed(5)),)
+    edge, _, _ = lower_and_check(model, xs, quantize, label=f"prelu per channel {layout}", max_lsb=CHAIN_LSB)
+    assert not cpu_nodes(edge) and len(delegate_nodes(edge)) == 1, cpu_nodes(edge)
+    (blob,) = payloads(edge)
+    assert op_names(blob).count("CHANNEL_LUT") == 1, op_names(blob)

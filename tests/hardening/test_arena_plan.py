@@ -125,7 +125,7 @@ IN_PLACE_OPS = sorted(n for n, d in _native.OPCODES.items() if d["aliasing"] == 
 
 
 def test_the_in_place_ops_are_the_elementwise_ones():
-    assert IN_PLACE_OPS == ["ADD", "HARD_SWISH", "LUT", "MUL", "REQUANTIZE"]
+    assert IN_PLACE_OPS == ["ADD", "CHANNEL_LUT", "HARD_SWISH", "LUT", "MUL", "REQUANTIZE"]
     assert _native.OPCODES["RESHAPE"]["aliasing"] == "VIEW"
 
 
@@ -141,6 +141,9 @@ def elementwise(w: Xts3Writer, name: str, a: int, out: int, other: int | None = 
         w.op("REQUANTIZE", [a], [out], input_zero_point=0, output_zero_point=3, mult=1 << 30, shift=0)
     elif name == "LUT":
         w.op("LUT", [a, w.constant(np.arange(256, dtype=np.uint8).astype(np.int8)[::-1].copy())], [out])
+    elif name == "CHANNEL_LUT":
+        tables = np.arange(256 * 4, dtype=np.int64).reshape(4, 256).astype(np.uint8).astype(np.int8)
+        w.op("CHANNEL_LUT", [a, w.constant(tables)], [out], axis=1)
     elif name == "HARD_SWISH":
         w.op("HARD_SWISH", [a], [out], input_zero_point=0, output_zero_point=0, **qp.hard_swish_params(0.1, 0.1))
 

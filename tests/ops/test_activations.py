@@ -1,4 +1,4 @@
-"""HARD_SWISH and LUT: golden ESP-NN vectors, TFLite's int16 HardSwish formula, PyTorch, rejections."""
+"""HARD_SWISH, LUT and CHANNEL_LUT: golden ESP-NN vectors, TFLite's int16 HardSwish formula, PyTorch, rejections."""
 
 import math
 
@@ -232,3 +232,69 @@ def test_lut_accepts_a_256_entry_int8_table_of_any_shape():
 )
 def test_lut_rejects_bad_tables_and_outputs(table, kw, fragment):
     expect_rejected(lut_blob(table, **kw), fragment)
+
+
+# =============================================================== CHANNEL_LUT
+
+def random_tables(rng, channels):
+    return rng.integers(-128, 128, (channels, 256), dtype=np.int8)
+
+
+@pytest.mark.parametrize("shape, axis", [((7,), 0), ((3, 5), 0), ((3, 5), 1), ((2, 3, 4, 6), 3), ((2, 3, 4, 6), 1),
+                                         ((1, 2, 3, 2, 5), 2)])
+def test_channel_lut_picks_the_table_of_each_elements_index_along_axis(shape, axis):
+    rng = np.random.default_rng(len(shape) * 10 + axis)
+    x = rng.integers(-128, 128, shape, dtype=np.int8)
+    x.ravel()[:2] = [-128, 127]
+    tables = random_tables(rng, shape[axis])
+    got = run_op("CHANNEL_LUT", [Input(x, 0.1, 0), Const(tables)], Out(shape, "INT8", 0.2, 3), axis=axis)
+    # Oracle: move `axis` first, index row c of the tables with the uint8 view of x.
+    xc = np.moveaxis(x, axis, 0)
+    want = np.stack([tables[c][xc[c].view(np.uint8)] for c in range(shape[axis])])
+    np.testing.assert_array_equal(got, np.moveaxis(want, 0, axis))
+
+
+def test_channel_lut_prelu_tables_match_pytorch_prelu_within_one_lsb():
+    """Per-channel prelu as the lowering tabulates it, against PyTorch's float prelu
+    on the dequantized NHWC input, requantized."""
+    torch = pytest.importorskip("torch")
+    (s_in, zp_in), (s_out, zp_out) = (0.05, 7), (0.04, -20)
+    slopes = np.array([-0.5, 0.0, 0.1, 0.25, 1.0, 3.0], np.float32)
+    tables = np.stack([float_lut(lambda v, k=k: np.where(v >= 0, v, k * v), s_in, zp_in, s_out, zp_out)
+                       for k in slopes])
+    x = np.random.default_rng(11).integers(-128, 128, (1, 4, 5, 6), dtype=np.int8)  # NHWC
+    got = run_op("CHANNEL_LUT", [Input(x, s_in, zp_in), Const(tables)], Out(x.shape, "INT8", s_out, zp_out), axis=3)
+    xf = (torch.from_numpy(x).permute(0, 3, 1, 2).to(torch.float32) - zp_in) * s_in  # NCHW for torch
+    yf = torch.nn.functional.prelu(xf, torch.from_numpy(slopes)).permute(0, 2, 3, 1)
+    want = torch.clamp(torch.round(yf / s_out) + zp_out, -128, 127).to(torch.int16).numpy()
+    assert np.abs(got.astype(np.int16) - want).max() <= 1
+
+
+def channel_lut_blob(tables, axis=1, table_is_const=True, out_shape=(4, 6)):
+    x = np.zeros((4, 6), np.int8)
+    tbl = Const(tables) if table_is_const else Input(tables)
+    blob, _ = build_op("CHANNEL_LUT", [Input(x, 0.1, 0), tbl], [Out(out_shape, "INT8", 0.1, 0)], axis=axis)
+    return blob
+
+
+@pytest.mark.parametrize(
+    "tables, kw, fragment",
+    [
+        (np.zeros((5, 256), np.int8), {}, "table is [5, 256], expected [6, 256] (input dimension 1, LUT entries)"),
+        (np.zeros((6, 255), np.int8), {}, "table is [6, 255], expected [6, 256]"),
+        (np.zeros((4, 256), np.int8), {}, "table is [4, 256], expected [6, 256]"),
+        (np.zeros(6 * 256, np.int8), {}, "table has rank 1, expected 2"),
+        (np.zeros((6, 256), np.int32), {}, "table has dtype INT32, expected INT8"),
+        (np.zeros((6, 256), np.int8), dict(table_is_const=False), "table must be a constant"),
+        (np.zeros((6, 256), np.int8), dict(axis=2), "axis = 2 is not in 0..1"),
+        (np.zeros((6, 256), np.int8), dict(axis=-1), "axis = -1 is not in 0..1"),
+        (np.zeros((6, 256), np.int8), dict(out_shape=(6, 4)), "input and output have different shapes"),
+    ],
+)
+def test_channel_lut_rejects_bad_tables_axes_and_outputs(tables, kw, fragment):
+    expect_rejected(channel_lut_blob(tables, **kw), fragment)
+
+
+def test_channel_lut_accepts_matching_tables_on_either_axis():
+    _native.Program(channel_lut_blob(np.zeros((6, 256), np.int8), axis=1))
+    _native.Program(channel_lut_blob(np.zeros((4, 256), np.int8), axis=0))

@@ -3,7 +3,7 @@
 * softmax, sigmoid, tanh: the int8 kernels fix the output quantization
   (FixedQParamsQuantizationSpec), the input gets an activation observer;
 * hardswish, silu, gelu, hardsigmoid, elu, leaky_relu, selu, celu, mish, softplus,
-  log_sigmoid, and prelu with a single slope (its weight stays float): own input and
+  log_sigmoid, and prelu with one slope or one per channel (its weight stays float): own input and
   output observers
   (the lowering emits a LUT or HARD_SWISH, which map any input quantization to any
   output quantization); relu/relu6/hardtanh/clamp are fused (conv_linear.py,
@@ -29,10 +29,15 @@ def _fixed_output(node: Node):
     return None
 
 
-def _single_slope(node: Node) -> bool:
+def _tabulable_prelu(node: Node) -> bool:
+    """prelu whose weight is one slope, or one slope per channel (dimension 1):
+    the lowering tabulates one LUT, or one per channel (CHANNEL_LUT)."""
     w = node.args[1] if len(node.args) > 1 else None
     val = w.meta.get("val") if isinstance(w, Node) else None
-    return val is not None and val.numel() == 1
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
+    if val is None:
+        return False
+    return val.numel() == 1 or (x is not None and x.dim() >= 2 and val.numel() == x.shape[1])
 
 
 def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
@@ -40,7 +45,7 @@ def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
     for node in gm.graph.nodes:
         if not is_call(node, targets) or is_annotated(node):
             continue
-        if node.target in ops.PRELU and not _single_slope(node):
+        if node.target in ops.PRELU and not _tabulable_prelu(node):
             continue
         x = node.args[0]
         if not (is_float_tensor(node) and is_float_tensor(x)):

@@ -83,7 +83,7 @@ UNARY_OWN_OUTPUT = {
     aten.softplus.default,
     aten.log_sigmoid.default,
 }
-# prelu: the same, when its weight is one slope (the second argument stays float).
+# prelu: the same, when its weight is one slope or one per channel (the second argument stays float).
 PRELU = {aten.prelu.default}
 
 # Reductions that requantize (MEAN_HW): own input and output observers.

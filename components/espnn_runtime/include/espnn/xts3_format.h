@@ -127,7 +127,8 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(SPLIT,           20, 1, 1, 1, 1, 16, 0x0)                    \
   X(QUANTIZE,        21, 1, 1, 1, 1, 1, 0x0)                     \
   X(DEQUANTIZE,      22, 1, 1, 1, 1, 1, 0x0)                     \
-  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)
+  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)                     \
+  X(CHANNEL_LUT,     27, 2, 2, 2, 1, 1, 0x0)
 
 enum class Opcode : uint16_t {
 #define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) name = code,
@@ -153,7 +154,8 @@ enum class Opcode : uint16_t {
   X(MUL, IN_PLACE)             \
   X(HARD_SWISH, IN_PLACE)      \
   X(LUT, IN_PLACE)             \
-  X(REQUANTIZE, IN_PLACE)
+  X(REQUANTIZE, IN_PLACE)      \
+  X(CHANNEL_LUT, IN_PLACE)
 
 enum class Aliasing : uint8_t { NONE = 0, VIEW = 1, IN_PLACE = 2 };
 
@@ -227,6 +229,9 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
 #define ESPNN_XTS3_PARAMS_REQUANTIZE(F) \
   F(input_zero_point) F(output_zero_point) F(mult) F(shift)
+// CHANNEL_LUT: one LUT per index of dimension `axis` (a per-channel function
+// such as prelu with one slope per channel); the table is [dims[axis], 256].
+#define ESPNN_XTS3_PARAMS_CHANNEL_LUT(F) F(axis)
 
 // One C struct per opcode with the fields above, in order, all int32_t.
 // The parser fills them from the PARAMS section (see LoadParams in model.h).

@@ -4,6 +4,8 @@
 //    of time (sigmoid, tanh, SiLU, GELU, ...). The table encodes both the
 //    function and the input/output quantization, so the output may be
 //    quantized differently from the input.
+//  - CHANNEL_LUT: the same with one table per index along one dimension
+//    (per-channel functions: prelu with a slope per channel).
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
 
@@ -73,9 +75,50 @@ Status EvalLut(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+Status ValidateChannelLut(const Model& m, const OpInfo& op) {
+  const TensorInfo in = ops::InputTensor(m, op, 0), table = ops::InputTensor(m, op, 1);
+  const TensorInfo out = ops::OutputTensor(m, op, 0);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::INT8, 0));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 0));
+  ESPNN_RETURN_IF_ERROR(ops::ExpectSameShape(in, "input", out, "output"));
+  const auto p = op.Params<CHANNEL_LUT_Params>();
+  if (in.rank == 0) return ops::Fail("input must have rank >= 1");
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.axis, "axis", 0, (int32_t)in.rank - 1));
+  const uint32_t channels = in.dims[p.axis];
+  ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(table, "table", DType::INT8, 2));
+  if (table.memory != Memory::CONSTANT) return ops::Fail("table must be a constant");
+  if (table.dims[0] != channels || table.dims[1] != kLutEntries)
+    return ops::Fail("table is [%u, %u], expected [%u, %u] (input dimension %d, LUT entries)",
+                     (unsigned)table.dims[0], (unsigned)table.dims[1], (unsigned)channels,
+                     (unsigned)kLutEntries, (int)p.axis);
+  return Status::Ok();
+}
+
+Status EvalChannelLut(const OpInfo& op, const EvalContext& ctx) {
+  const TensorInfo in = ctx.tensor(op.inputs[0]);
+  const auto p = op.Params<CHANNEL_LUT_Params>();
+  const int8_t* src = (const int8_t*)ctx.in(op.inputs[0]);
+  const int8_t* tables = (const int8_t*)ctx.in(op.inputs[1]);
+  int8_t* dst = (int8_t*)ctx.out(op.outputs[0]);
+  // The tensor is [outer, channels, inner]: every run of `inner` elements
+  // shares one table. Element i is read before it is written (in place).
+  uint32_t outer = 1, inner = 1;
+  for (int32_t d = 0; d < p.axis; ++d) outer *= in.dims[d];
+  for (uint32_t d = (uint32_t)p.axis + 1; d < in.rank; ++d) inner *= in.dims[d];
+  const uint32_t channels = in.dims[p.axis];
+  for (uint32_t o = 0; o < outer; ++o) {
+    for (uint32_t c = 0; c < channels; ++c) {
+      const int8_t* table = tables + (size_t)c * kLutEntries;
+      for (uint32_t i = 0; i < inner; ++i, ++src, ++dst) *dst = table[(uint8_t)*src];
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch, EvalHardSwish};
 extern const OpKernel kLutKernel = {ValidateLut, nullptr, EvalLut};
+extern const OpKernel kChannelLutKernel = {ValidateChannelLut, nullptr, EvalChannelLut};
 
 }  // namespace espnn

@@ -1,5 +1,6 @@
 """sigmoid, tanh, silu, gelu (both approximations), hardsigmoid, leaky_relu, elu,
-selu, celu, mish, softplus, log_sigmoid, prelu (one slope) -> LUT.
+selu, celu, mish, softplus, log_sigmoid, prelu with one slope -> LUT; prelu with a
+slope per channel -> CHANNEL_LUT (one table per channel).
 
 An int8 input has 256 values, so any elementwise function is a 256-entry
 table (quant_params.lut_from_function). The table evaluates PyTorch's own
@@ -10,7 +11,8 @@ rounding. The output quantization is whatever the graph's quantize says
 any other is tabulated as well). The table of an op with scalar parameters
 (negative_slope, alpha, scale, input_scale, beta, threshold) calls the ATen op itself
 with the node's own arguments, so every parameter value is tabulated as PyTorch
-computes it; prelu's single slope is read from its constant weight. silu,
+computes it; prelu's slopes are read from its constant weight (one table per
+channel when there are several). silu,
 hardsigmoid, selu, celu, mish, softplus, log_sigmoid and prelu are
 kept from decomposition where delegated (the Edge dialect would split them into
 several elementwise ops). hardshrink and softshrink are not here: export's first
@@ -30,6 +32,7 @@ from ...quant_params import lut_from_function
 from ..graph import Unsupported, arg, op_name, static_shape
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
+from ..values import layout_perm
 
 
 def _gelu(node, cc):
@@ -39,17 +42,25 @@ def _gelu(node, cc):
     return lambda x: F.gelu(x, approximate=approximate)
 
 
-def _prelu(node, cc):
-    """prelu with one slope for all channels (nn.PReLU()'s default): the slope is
-    a float constant, tabulated with aten.prelu itself. Per-channel slopes would
-    need one table per channel."""
+def _prelu_slopes(node, cc) -> torch.Tensor:
+    """prelu's constant weight as float32 [slopes]: one slope (nn.PReLU()'s
+    default) or one per channel (dimension 1 of the input)."""
     w = node.args[1]
     data = cc.constants.tensor(w) if cc.constants.is_constant(w) else None
     if data is None:
         raise Unsupported("prelu weight is not a constant")
-    if data.numel() != 1:
-        raise Unsupported(f"prelu with {data.numel()} slopes (a LUT holds one function)")
-    weight = data.detach().float().reshape(1).clone()
+    shape = static_shape(node)
+    if data.numel() != 1 and (len(shape) < 2 or data.numel() != shape[1]):
+        raise Unsupported(f"prelu with {data.numel()} slopes for input {list(shape)} (expected 1 or one per "
+                          f"channel)")
+    return data.detach().float().reshape(-1).clone()
+
+
+def _prelu(node, cc):
+    """The function of one slope, tabulated with aten.prelu itself."""
+    weight = _prelu_slopes(node, cc)
+    if weight.numel() != 1:
+        raise AssertionError("per-channel prelu is tabulated per channel (analyze)")
     return lambda x: torch.ops.aten.prelu.default(x, weight)
 
 
@@ -88,7 +99,8 @@ PRESERVE = ("aten.silu.default", "aten.hardsigmoid.default", "aten.selu.default"
 class LutPlan:
     in_q: QParams
     out: OutputSpec
-    table: np.ndarray
+    table: np.ndarray  # [256], or [channels, 256] for CHANNEL_LUT
+    per_channel: bool = False
 
 
 def _on_dequantized(fn):
@@ -108,14 +120,22 @@ def analyze(node, cc) -> LutPlan:
     shape = static_shape(node)
     if len(shape) > cc.limits["max_rank"]:
         raise Unsupported(f"rank {len(shape)} above {cc.limits['max_rank']}")
-    fn = FUNCTIONS[op_name(node)](node, cc)
     in_q = input_qparams(node.args[0], node, cc)
     out = output_spec(node, cc, fuse_activation=False)
     if not out.qparams.full_range:
         raise Unsupported(f"{op_name(node)} to a narrow int8 range [{out.qparams.qmin}, {out.qparams.qmax}]")
-    table = lut_from_function(_on_dequantized(fn), in_q.scale, in_q.zero_point, out.qparams.scale,
-                              out.qparams.zero_point)
-    return LutPlan(in_q, out, table)
+
+    def tabulate(fn):
+        return lut_from_function(_on_dequantized(fn), in_q.scale, in_q.zero_point, out.qparams.scale,
+                                 out.qparams.zero_point)
+
+    if op_name(node) == "aten.prelu.default":
+        slopes = _prelu_slopes(node, cc)
+        if slopes.numel() > 1:
+            tables = [tabulate(lambda x, w=slopes[c:c + 1]: torch.ops.aten.prelu.default(x, w))
+                      for c in range(slopes.numel())]
+            return LutPlan(in_q, out, np.stack(tables), per_channel=True)
+    return LutPlan(in_q, out, tabulate(FUNCTIONS[op_name(node)](node, cc)))
 
 
 def lower(node, ctx):
@@ -123,8 +143,16 @@ def lower(node, ctx):
     x = ctx.input(node.args[0])
     if x.is_constant:
         raise Unsupported(f"{op_name(node)} of a constant")
-    y = ctx.new_value(x.shape, p.out.qparams, x.layout, dims=x.dims)
-    ctx.emit("LUT", [ctx.tensor(x, x.dims), ctx.constant(p.table)], [y.tensor])
+    if p.per_channel:
+        # The tables follow PyTorch's channel dimension (1) to wherever the
+        # value's layout stores it.
+        dims = x.physical
+        axis = layout_perm(x.layout, x.rank).index(1)
+        y = ctx.new_value(x.shape, p.out.qparams, x.layout, dims=dims)
+        ctx.emit("CHANNEL_LUT", [ctx.tensor(x, dims), ctx.constant(p.table)], [y.tensor], axis=axis)
+    else:
+        y = ctx.new_value(x.shape, p.out.qparams, x.layout, dims=x.dims)
+        ctx.emit("LUT", [ctx.tensor(x, x.dims), ctx.constant(p.table)], [y.tensor])
     ctx.finish(node, p.out, y)
 
 
