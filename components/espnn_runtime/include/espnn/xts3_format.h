@@ -127,7 +127,8 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(SPLIT,           20, 1, 1, 1, 1, 16, 0x0)                    \
   X(QUANTIZE,        21, 1, 1, 1, 1, 1, 0x0)                     \
   X(DEQUANTIZE,      22, 1, 1, 1, 1, 1, 0x0)                     \
-  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)
+  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)                     \
+  X(BATCH_MATMUL,    24, 2, 2, 2, 1, 1, 0x0)
 
 enum class Opcode : uint16_t {
 #define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) name = code,
@@ -227,6 +228,16 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
 #define ESPNN_XTS3_PARAMS_REQUANTIZE(F) \
   F(input_zero_point) F(output_zero_point) F(mult) F(shift)
+
+// BATCH_MATMUL int8 x int8 -> int8, one per-tensor requantization:
+// out[.., m, n] = clamp(MBQM(sum_k (lhs[.., m, k] + lhs_offset) *
+//                                  (rhs[.., k, n] + rhs_offset), mult, shift)
+//                       + output_offset, act_min, act_max).
+// rhs_transposed = 1: the rhs tensor holds [.., N, K] (rows are ESP-NN's FC
+// filter rows, as `k` of q @ k^T already is); 0: it holds [.., K, N].
+#define ESPNN_XTS3_PARAMS_BATCH_MATMUL(F)                                \
+  F(lhs_offset) F(rhs_offset) F(output_offset) F(mult) F(shift)          \
+  F(act_min) F(act_max) F(rhs_transposed)
 
 // One C struct per opcode with the fields above, in order, all int32_t.
 // The parser fills them from the PARAMS section (see LoadParams in model.h).

@@ -35,7 +35,8 @@ namespace {
   X(SPLIT, kSplitKernel)                                \
   X(QUANTIZE, kQuantizeKernel)                          \
   X(DEQUANTIZE, kDequantizeKernel)                      \
-  X(REQUANTIZE, kRequantizeKernel)
+  X(REQUANTIZE, kRequantizeKernel)                      \
+  X(BATCH_MATMUL, kBatchMatmulKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
 
