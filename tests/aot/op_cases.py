@@ -197,7 +197,40 @@ class DataMovement(nn.Module):
         return z[:, 1:, 1::2, ::3], w[::2, 1::3]
 
 
+class Attention(nn.Module):
+    """The zoo ViT's attention (models/vit.py) without its layer norm: head split by
+    reshape/permute/select, q @ k^T (k^T is a relabel: BATCH_MATMUL reads k's rows in
+    place), scale, softmax, attn @ v (the runtime transposes v), head merge by
+    transpose/reshape (a clone + view in the Edge dialect), projection."""
+
+    def __init__(self):
+        super().__init__()
+        from executorch_espnn.models.vit import Attention as VitAttention
+
+        self.attn = VitAttention(32, 4)
+
+    def forward(self, x):
+        return self.attn(x)
+
+
+class MatmulForms(nn.Module):
+    """bmm of two activations; matmul broadcasting a rank-2 activation over a rank-4
+    one; matmul by a constant matrix (re-laid out to [N, K] at compile time); a fused relu."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(6, 6), nn.Linear(6, 5), nn.Linear(6, 6)
+        self.w = nn.Parameter(torch.randn(6, 7) * 0.3)
+
+    def forward(self, x, y, z):
+        p = torch.bmm(self.a(x), self.c(x).transpose(1, 2))  # [2,4,6] @ [2,6,4]
+        q = torch.matmul(self.a(y), self.b(z))  # [1,2,3,6] @ [6,5]
+        return p, q, F.relu(torch.matmul(self.a(x), self.w))
+
+
 CASES = {
+    "attention": (Attention, (rand(1, 10, 32),)),
+    "matmul_forms": (MatmulForms, (rand(2, 4, 6), rand(1, 2, 3, 6, seed=2), rand(6, 6, seed=3))),
     "linear_relu": (LinearRelu, (rand(3, 16),)),
     "linear_3d": (Linear3d, (rand(2, 5, 8),)),
     "fused_activations": (FusedActivations, (rand(1, 3, 8, 8),)),
@@ -219,6 +252,8 @@ CASES = {
 
 EXPECTED_OPS = {
     "linear_relu": {"FULLY_CONNECTED"},
+    "attention": {"BATCH_MATMUL", "SLICE", "SOFTMAX", "MUL", "FULLY_CONNECTED"},
+    "matmul_forms": {"BATCH_MATMUL", "FULLY_CONNECTED"},
     "linear_3d": {"FULLY_CONNECTED"},
     "fused_activations": {"CONV2D", "MEAN_HW", "FULLY_CONNECTED"},
     "add_mul_broadcast": {"ADD", "MUL"},
@@ -286,7 +321,27 @@ def _check_data_movement(ops, summary):
     assert ops.count("SLICE") == 5, ops
 
 
+def _check_attention(ops, summary):
+    qk, av = _ops_of(summary, "BATCH_MATMUL")
+    assert qk["params"]["rhs_transposed"] == 1  # k^T read as k's [N, K] rows: no TRANSPOSE for it
+    assert av["params"]["rhs_transposed"] == 0  # v [K, N] as it is
+    assert ops.count("SLICE") == 3, ops  # qkv[0], qkv[1], qkv[2]
+    assert ops.count("TRANSPOSE") == 2, ops  # the head split and the head merge only
+
+
+def _check_matmul_forms(ops, summary):
+    mms = _ops_of(summary, "BATCH_MATMUL")
+    assert len(mms) == 3, ops
+    ranks = sorted(len(summary["tensors"][m["inputs"][1]]["shape"]) for m in mms)
+    assert ranks == [3, 3, 4], ranks  # the rank-2 rhs is viewed at the output's rank
+    const_mm = [m for m in mms if summary["tensors"][m["inputs"][1]]["memory"] == "CONSTANT"]
+    assert len(const_mm) == 1 and const_mm[0]["params"]["rhs_transposed"] == 1
+    assert const_mm[0]["params"]["act_min"] > -128 or const_mm[0]["params"]["output_offset"] == -128  # relu fused
+
+
 CHECKS = {
+    "attention": _check_attention,
+    "matmul_forms": _check_matmul_forms,
     "activations": _check_activations,
     "transposed_conv": _check_transposed_conv,
     "conv_wide_padding": _check_conv_wide_padding,

@@ -50,6 +50,8 @@ ADD_MUL = {
     aten.mul.Tensor,
     aten.mul_.Tensor,
 }
+# Products of two activations (both operands observed, per tensor).
+MATMUL = {aten.matmul.default, aten.bmm.default}
 # other - x: rewritten to sub(other, x) before annotation.
 RSUB = {aten.rsub.Scalar, aten.rsub.Tensor}
 # x / c for a Python number c: rewritten to mul(x, 1 / c) before annotation.

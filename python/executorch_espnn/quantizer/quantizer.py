@@ -41,6 +41,7 @@ from .annotation import get_annotation
 from .config import EspNNQuantizationConfig, check_config, get_espnn_quantization_config
 from .conv_linear import add_zero_bias_before_qat_batch_norm, annotate_conv_linear
 from .elementwise import annotate_add_mul, scalars_to_constants
+from .matmul import annotate_matmul
 from .shared import annotate_shared, share_producer_qparams
 
 _DEFAULT = object()
@@ -51,6 +52,7 @@ _DEFAULT = object()
 _ANNOTATORS = (
     annotate_conv_linear,
     annotate_add_mul,
+    annotate_matmul,
     annotate_global_average,
     annotate_unary,
     annotate_shared,

@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     hardswish,
     linear,
     lut,
+    matmul,
     mean,
     pad,
     pooling,
