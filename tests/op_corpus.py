@@ -97,9 +97,31 @@ def _everything_else() -> bytes:
     return w.to_bytes()
 
 
+def _attention_matmuls() -> bytes:
+    """BATCH_MATMUL (format version 2) on both rhs layouts: scores = x @ x^T reads x's
+    rows as the FC filter in place; scores @ v transposes a broadcast constant v per
+    batch into the scratch, with K = 5 (misaligned lhs rows copied)."""
+    rng = np.random.default_rng(7)
+    w = Xts3Writer()
+    x = w.tensor([1, 2, 5, 12], scale=S, zero_point=Z)
+    scores = w.tensor([1, 2, 5, 5], scale=0.08, zero_point=4)
+    m, e = qp.fc_per_tensor_multiplier(S, S, 0.08)
+    w.op("BATCH_MATMUL", [x, x], [scores], lhs_offset=-Z, rhs_offset=-Z, output_offset=4, mult=m, shift=e,
+         act_min=-128, act_max=127, rhs_transposed=1)
+    v = w.constant(rng.integers(-128, 128, (1, 1, 5, 7), dtype=np.int8), scale=0.02, zero_point=-9)
+    out = w.tensor([1, 2, 5, 7], scale=0.1, zero_point=0)
+    m, e = qp.fc_per_tensor_multiplier(0.08, 0.02, 0.1)
+    w.op("BATCH_MATMUL", [scores, v], [out], lhs_offset=-4, rhs_offset=9, output_offset=0, mult=m, shift=e,
+         act_min=-100, act_max=127, rhs_transposed=0)
+    w.set_inputs([x])
+    w.set_outputs([out])
+    return w.to_bytes()
+
+
 def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "selfcheck_cnn", selfcheck.build(np.random.default_rng(2026))[0]
     yield "every_other_op", _everything_else()
+    yield "attention_matmuls", _attention_matmuls()
 
 
 def opcodes_used() -> set[str]:

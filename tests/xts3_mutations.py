@@ -108,8 +108,29 @@ def _dequant_blob() -> ValidBlob:
     return ValidBlob("dequant", w.to_bytes(), [np.arange(-100, 124, 14, dtype=np.int8)])
 
 
+def _matmul_blob() -> ValidBlob:
+    """Format version 2: BATCH_MATMUL with rhs [N, K] (a graph input used as ESP-NN's
+    filter in place), then with a broadcast constant rhs [K, N] (transposed into the
+    scratch), K = 3 (lhs rows copied to an aligned scratch row)."""
+    w = Xts3Writer()
+    a = w.tensor((2, 4, 3), "INT8", scale=0.05, zero_point=3)
+    b = w.tensor((2, 5, 3), "INT8", scale=0.04, zero_point=-7)
+    s = w.tensor((2, 4, 5), "INT8", scale=0.02, zero_point=1)
+    c = w.constant(np.arange(-10, 10, dtype=np.int8).reshape(1, 5, 4), scale=0.1, zero_point=2)
+    y = w.tensor((2, 4, 4), "INT8", scale=0.2, zero_point=-5)
+    w.op("BATCH_MATMUL", [a, b], [s], lhs_offset=-3, rhs_offset=7, output_offset=1, mult=1 << 30, shift=-1,
+         act_min=-128, act_max=127, rhs_transposed=1)
+    w.op("BATCH_MATMUL", [s, c], [y], lhs_offset=-1, rhs_offset=-2, output_offset=-5, mult=1288490189, shift=-3,
+         act_min=-120, act_max=120, rhs_transposed=0)
+    w.set_inputs([a, b])
+    w.set_outputs([y, s])
+    rng = np.random.default_rng(4)
+    return ValidBlob("matmul", w.to_bytes(), [rng.integers(-128, 128, (2, 4, 3)).astype(np.int8),
+                                              rng.integers(-128, 128, (2, 5, 3)).astype(np.int8)])
+
+
 def valid_blobs() -> list[ValidBlob]:
-    return [_chain_blob(), _rank5_blob(), _dequant_blob()]
+    return [_chain_blob(), _rank5_blob(), _dequant_blob(), _matmul_blob()]
 
 
 # ----------------------------------------------------------------- layout
