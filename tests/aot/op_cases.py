@@ -89,6 +89,15 @@ class Means(nn.Module):
         return x.mean((2, 3)), F.adaptive_avg_pool2d(x, 1)
 
 
+class AdjacentMeans(nn.Module):
+    """Means over one run of adjacent dims in PyTorch order (a transformer's token mean
+    x.mean(1) of [N, T, D]; the last dim; dims 1..2 of a rank-4 tensor, keepdim): MEAN_HW
+    on the bytes viewed as [outer, reduced, 1, inner], no TRANSPOSE."""
+
+    def forward(self, x, y):
+        return x.mean(1), x.mean(-1), y.mean((1, 2), keepdim=True)
+
+
 class PoolFlattenHead(nn.Module):
     """adaptive_avg_pool2d(1) + flatten: [N,C,1,1] is the same bytes in NCHW and NHWC."""
 
@@ -240,6 +249,7 @@ CASES = {
     "pools": (Pools, (rand(1, 5, 11, 9),)),
     "softmax": (Softmaxes, (rand(2, 10), rand(1, 5, 4, 4, seed=2))),
     "mean": (Means, (rand(2, 6, 5, 7),)),
+    "adjacent_means": (AdjacentMeans, (rand(2, 9, 8), rand(2, 3, 4, 5, seed=2))),
     "pool_flatten_head": (PoolFlattenHead, (rand(1, 3, 6, 6),)),
     "flatten_hw": (FlattenHW, (rand(1, 3, 7, 7),)),
     "permute_to_nhwc": (PermuteToNhwc, (rand(1, 3, 5, 5),)),
@@ -261,6 +271,7 @@ EXPECTED_OPS = {
     "pools": {"MAX_POOL2D", "AVG_POOL2D"},
     "softmax": {"SOFTMAX"},
     "mean": {"MEAN_HW"},
+    "adjacent_means": {"MEAN_HW"},
     "activations": {"HARD_SWISH", "LUT", "ADD", "MUL", "MAX_POOL2D"},
     "transposed_conv": {"TRANSPOSE_CONV2D"},
     "conv_wide_padding": {"PAD", "CONV2D", "DEPTHWISE_CONV2D"},
@@ -339,7 +350,14 @@ def _check_matmul_forms(ops, summary):
     assert const_mm[0]["params"]["act_min"] > -128 or const_mm[0]["params"]["output_offset"] == -128  # relu fused
 
 
+def _check_adjacent_means(ops, summary):
+    assert ops.count("MEAN_HW") == 3 and "TRANSPOSE" not in ops, ops
+    views = sorted(tuple(summary["tensors"][m["inputs"][0]]["shape"]) for m in _ops_of(summary, "MEAN_HW"))
+    assert views == [(2, 9, 1, 8), (2, 12, 1, 5), (18, 8, 1, 1)], views  # [outer, reduced, 1, inner]
+
+
 CHECKS = {
+    "adjacent_means": _check_adjacent_means,
     "attention": _check_attention,
     "matmul_forms": _check_matmul_forms,
     "activations": _check_activations,

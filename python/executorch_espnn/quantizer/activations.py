@@ -53,11 +53,15 @@ def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
 
 
 def is_global_average(node: Node) -> bool:
-    """mean over dims {2, 3} of a 4-D tensor, or adaptive_avg_pool2d to 1×1."""
+    """mean over dims {2, 3} of a 4-D tensor, adaptive_avg_pool2d to 1×1, or a mean
+    over one run of adjacent dims (a transformer's mean over its tokens): what
+    MEAN_HW runs (lowering/ops/mean.py)."""
     x = node.args[0]
-    if not is_float_tensor(x) or x.meta["val"].dim() != 4:
+    if not is_float_tensor(x):
         return False
     if node.target in ops.ADAPTIVE_AVG_POOL:
+        if x.meta["val"].dim() != 4:
+            return False
         size = node.args[1]
         size = [size, size] if isinstance(size, int) else list(size)
         return size == [1, 1]
@@ -67,7 +71,11 @@ def is_global_average(node: Node) -> bool:
         if dims is None or dtype is not None:
             return False
         dims = [dims] if isinstance(dims, int) else list(dims)
-        return len(dims) == 2 and sorted(d % 4 for d in dims) == [2, 3]
+        rank = x.meta["val"].dim()
+        if rank == 4 and len(dims) == 2 and sorted(d % 4 for d in dims) == [2, 3]:
+            return True
+        run = sorted({d % rank for d in dims}) if rank else []
+        return bool(run) and run == list(range(run[0], run[-1] + 1))
     return False
 
 
