@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     linear,
     lut,
     mean,
+    norm,
     pad,
     pooling,
     quantize,
