@@ -115,6 +115,23 @@ def _attention_matmuls() -> bytes:
          act_min=-100, act_max=127, rhs_transposed=0)
     w.set_inputs([x])
     w.set_outputs([out])
+def _norms() -> bytes:
+    """LAYER_NORM (format version 2, so kept out of the version-1 graph above):
+    a layer norm with gamma and beta over a rank-3 tensor, then an RMS norm
+    with one gamma, as in a transformer block."""
+    rng = np.random.default_rng(18)
+    w = Xts3Writer()
+    x = w.tensor([2, 5, 24], scale=S, zero_point=Z)
+    ln = qp.layer_norm_params(S, 0.03, 1e-5, 24, rng.normal(1, 0.3, 24), rng.normal(0, 0.2, 24))
+    y = w.tensor([2, 5, 24], scale=0.03, zero_point=2)
+    w.op("LAYER_NORM", [x, w.constant(ln["gamma_mult"]), w.constant(ln["gamma_shift"]), w.constant(ln["beta"])],
+         [y], act_min=-128, act_max=127, **ln["params"])
+    rms = qp.layer_norm_params(0.03, 0.02, 1e-6, 24, None, None, rms=True)
+    z = w.tensor([2, 5, 24], scale=0.02, zero_point=0)
+    w.op("LAYER_NORM", [y, w.constant(rms["gamma_mult"]), w.constant(rms["gamma_shift"]), None], [z],
+         act_min=-128, act_max=127, **rms["params"])
+    w.set_inputs([x])
+    w.set_outputs([z])
     return w.to_bytes()
 
 
@@ -122,6 +139,7 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "selfcheck_cnn", selfcheck.build(np.random.default_rng(2026))[0]
     yield "every_other_op", _everything_else()
     yield "attention_matmuls", _attention_matmuls()
+    yield "norms", _norms()
 
 
 def opcodes_used() -> set[str]:

@@ -6,10 +6,10 @@ EspNNQuantizer, lowered with to_espnn_edge, serialized and run by
 executorch.runtime with the C++ EspNNBackend for the delegates.
 
 What must hold:
-- the attention matmuls (q @ k^T and att @ v, aten.bmm after export) and the
-  layer norms stay on the CPU, each with the reason ESP-NN cannot take it;
+- the attention matmuls (q @ k^T and att @ v, aten.bmm after export) stay on
+  the CPU, each with the reason ESP-NN cannot take it;
 - all six linear projections (q, k, v, out, fc1, fc2) are delegated, and so
-  are the softmax and the GELU;
+  are the softmax, the GELU and both layer norms (LAYER_NORM);
 - the .pte matches the quantized PyTorch model (convert_pt2e output).
 
 Tolerance, in LSB of the output's int8 scale s_out. The reference computes
@@ -92,7 +92,8 @@ def test_attention_matmuls_on_cpu_with_reasons_projections_delegated(block):
         cpu.setdefault(c.op, []).append(c.reason)
     assert len(cpu.get("aten.bmm.default", [])) == 2, cpu  # q @ k^T and att @ v
     assert all("no ESP-NN lowering for aten.bmm.default" in r for r in cpu["aten.bmm.default"])
-    assert len(cpu.get("aten.native_layer_norm.default", [])) == 2, cpu
+    assert delegated.get("aten.layer_norm.default") == 2, delegated
+    assert not any("layer_norm" in op for op in cpu), cpu
     assert all(c.reason for c in report.cpu_ops)
     assert "aten.linear.default" not in cpu and "aten.addmm.default" not in cpu
 

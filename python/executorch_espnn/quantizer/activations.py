@@ -8,8 +8,12 @@
   (the lowering emits a LUT or HARD_SWISH, which map any input quantization to any
   output quantization); relu/relu6/hardtanh/clamp are fused (conv_linear.py,
   elementwise.py) or share their input's qparams (shared.py);
-* mean over H and W of an NCHW tensor and adaptive_avg_pool2d to 1×1 (MEAN_HW):
-  own input and output observers.
+* mean over H and W of an NCHW tensor, a mean over one run of adjacent dims (a
+  transformer's token mean) and adaptive_avg_pool2d to 1×1 (MEAN_HW): own input and
+  output observers;
+* layer_norm and rms_norm (LAYER_NORM): own input and output observers; the
+  weight and bias arguments stay float (the lowering folds them into the kernel's
+  integer constants).
 """
 
 from __future__ import annotations
@@ -89,3 +93,16 @@ def annotate_global_average(gm: GraphModule, resolve: ConfigResolver) -> None:
         if config is None:
             continue
         annotate(node, {node.args[0]: config.activation}, output=config.activation)
+
+
+def annotate_norm(gm: GraphModule, resolve: ConfigResolver) -> None:
+    for node in gm.graph.nodes:
+        if not is_call(node, ops.NORM) or is_annotated(node):
+            continue
+        x = node.args[0]
+        if not (is_float_tensor(node) and is_float_tensor(x)):
+            continue
+        config = resolve(node)
+        if config is None:
+            continue
+        annotate(node, {x: config.activation}, output=config.activation)

@@ -88,6 +88,10 @@ UNARY_OWN_OUTPUT = {
 # prelu: the same, when its weight is one slope (the second argument stays float).
 PRELU = {aten.prelu.default}
 
+# Layer norm / RMS norm over the last dim (LAYER_NORM): own input and output
+# observers; weight and bias stay float (the lowering folds them).
+NORM = {aten.layer_norm.default, aten.rms_norm.default}
+
 # Reductions that requantize (MEAN_HW): own input and output observers.
 MEAN = {aten.mean.dim}
 ADAPTIVE_AVG_POOL = {aten.adaptive_avg_pool2d.default}

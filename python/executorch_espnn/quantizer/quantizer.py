@@ -36,7 +36,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from . import ops
-from .activations import annotate_global_average, annotate_unary
+from .activations import annotate_global_average, annotate_norm, annotate_unary
 from .annotation import get_annotation
 from .config import EspNNQuantizationConfig, check_config, get_espnn_quantization_config
 from .conv_linear import add_zero_bias_before_qat_batch_norm, annotate_conv_linear
@@ -54,6 +54,7 @@ _ANNOTATORS = (
     annotate_add_mul,
     annotate_matmul,
     annotate_global_average,
+    annotate_norm,
     annotate_unary,
     annotate_shared,
 )

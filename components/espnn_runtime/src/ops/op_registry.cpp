@@ -36,7 +36,8 @@ namespace {
   X(QUANTIZE, kQuantizeKernel)                          \
   X(DEQUANTIZE, kDequantizeKernel)                      \
   X(REQUANTIZE, kRequantizeKernel)                      \
-  X(BATCH_MATMUL, kBatchMatmulKernel)
+  X(BATCH_MATMUL, kBatchMatmulKernel)                   \
+  X(LAYER_NORM, kLayerNormKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
 

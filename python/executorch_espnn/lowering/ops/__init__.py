@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     lut,
     matmul,
     mean,
+    norm,
     pad,
     pooling,
     quantize,
