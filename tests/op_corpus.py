@@ -115,6 +115,9 @@ def _attention_matmuls() -> bytes:
          act_min=-100, act_max=127, rhs_transposed=0)
     w.set_inputs([x])
     w.set_outputs([out])
+    return w.to_bytes()
+
+
 def _norms() -> bytes:
     """LAYER_NORM (format version 2, so kept out of the version-1 graph above):
     a layer norm with gamma and beta over a rank-3 tensor, then an RMS norm
