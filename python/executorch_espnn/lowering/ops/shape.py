@@ -5,7 +5,10 @@ value is converted to CONTIG (free when the channels-last order already is
 that order, e.g. [N,C,1,1] -> [N,C]) and no op is written here; the consumer
 asks for the dims it needs and gets one RESHAPE. A permute is a TRANSPOSE
 from the value's physical order to the permuted PyTorch order, or nothing
-when the bytes already are in that order.
+when the bytes already are the result in CONTIG or SWAPPED_LAST2 order (a
+relabel: k.transpose(-2, -1) costs nothing, BATCH_MATMUL reads it in place).
+An identity copy between two shape ops (the Edge dialect's _clone_dim_order
+before the view of a transposed reshape) writes nothing either.
 """
 
 from __future__ import annotations
