@@ -97,6 +97,47 @@ def _everything_else() -> bytes:
     return w.to_bytes()
 
 
+def _attention_matmuls() -> bytes:
+    """BATCH_MATMUL (format version 2) on both rhs layouts: scores = x @ x^T reads x's
+    rows as the FC filter in place; scores @ v transposes a broadcast constant v per
+    batch into the scratch, with K = 5 (misaligned lhs rows copied)."""
+    rng = np.random.default_rng(7)
+    w = Xts3Writer()
+    x = w.tensor([1, 2, 5, 12], scale=S, zero_point=Z)
+    scores = w.tensor([1, 2, 5, 5], scale=0.08, zero_point=4)
+    m, e = qp.fc_per_tensor_multiplier(S, S, 0.08)
+    w.op("BATCH_MATMUL", [x, x], [scores], lhs_offset=-Z, rhs_offset=-Z, output_offset=4, mult=m, shift=e,
+         act_min=-128, act_max=127, rhs_transposed=1)
+    v = w.constant(rng.integers(-128, 128, (1, 1, 5, 7), dtype=np.int8), scale=0.02, zero_point=-9)
+    out = w.tensor([1, 2, 5, 7], scale=0.1, zero_point=0)
+    m, e = qp.fc_per_tensor_multiplier(0.08, 0.02, 0.1)
+    w.op("BATCH_MATMUL", [scores, v], [out], lhs_offset=-4, rhs_offset=9, output_offset=0, mult=m, shift=e,
+         act_min=-100, act_max=127, rhs_transposed=0)
+    w.set_inputs([x])
+    w.set_outputs([out])
+    return w.to_bytes()
+
+
+def _norms() -> bytes:
+    """LAYER_NORM (format version 2, so kept out of the version-1 graph above):
+    a layer norm with gamma and beta over a rank-3 tensor, then an RMS norm
+    with one gamma, as in a transformer block."""
+    rng = np.random.default_rng(18)
+    w = Xts3Writer()
+    x = w.tensor([2, 5, 24], scale=S, zero_point=Z)
+    ln = qp.layer_norm_params(S, 0.03, 1e-5, 24, rng.normal(1, 0.3, 24), rng.normal(0, 0.2, 24))
+    y = w.tensor([2, 5, 24], scale=0.03, zero_point=2)
+    w.op("LAYER_NORM", [x, w.constant(ln["gamma_mult"]), w.constant(ln["gamma_shift"]), w.constant(ln["beta"])],
+         [y], act_min=-128, act_max=127, **ln["params"])
+    rms = qp.layer_norm_params(0.03, 0.02, 1e-6, 24, None, None, rms=True)
+    z = w.tensor([2, 5, 24], scale=0.02, zero_point=0)
+    w.op("LAYER_NORM", [y, w.constant(rms["gamma_mult"]), w.constant(rms["gamma_shift"]), None], [z],
+         act_min=-128, act_max=127, **rms["params"])
+    w.set_inputs([x])
+    w.set_outputs([z])
+    return w.to_bytes()
+
+
 def _per_channel_tables() -> bytes:
     """prelu with a slope per channel, in place over a dying input: CHANNEL_LUT
     along the channels of an NHWC tensor and along dimension 1 of a [N, C, L] one."""
@@ -124,6 +165,8 @@ def _per_channel_tables() -> bytes:
 def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "selfcheck_cnn", selfcheck.build(np.random.default_rng(2026))[0]
     yield "every_other_op", _everything_else()
+    yield "attention_matmuls", _attention_matmuls()
+    yield "norms", _norms()
     yield "per_channel_tables", _per_channel_tables()
 
 

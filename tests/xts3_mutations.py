@@ -108,8 +108,50 @@ def _dequant_blob() -> ValidBlob:
     return ValidBlob("dequant", w.to_bytes(), [np.arange(-100, 124, 14, dtype=np.int8)])
 
 
+def _matmul_blob() -> ValidBlob:
+    """Format version 2: BATCH_MATMUL with rhs [N, K] (a graph input used as ESP-NN's
+    filter in place), then with a broadcast constant rhs [K, N] (transposed into the
+    scratch), K = 3 (lhs rows copied to an aligned scratch row)."""
+    w = Xts3Writer()
+    a = w.tensor((2, 4, 3), "INT8", scale=0.05, zero_point=3)
+    b = w.tensor((2, 5, 3), "INT8", scale=0.04, zero_point=-7)
+    s = w.tensor((2, 4, 5), "INT8", scale=0.02, zero_point=1)
+    c = w.constant(np.arange(-10, 10, dtype=np.int8).reshape(1, 5, 4), scale=0.1, zero_point=2)
+    y = w.tensor((2, 4, 4), "INT8", scale=0.2, zero_point=-5)
+    w.op("BATCH_MATMUL", [a, b], [s], lhs_offset=-3, rhs_offset=7, output_offset=1, mult=1 << 30, shift=-1,
+         act_min=-128, act_max=127, rhs_transposed=1)
+    w.op("BATCH_MATMUL", [s, c], [y], lhs_offset=-1, rhs_offset=-2, output_offset=-5, mult=1288490189, shift=-3,
+         act_min=-120, act_max=120, rhs_transposed=0)
+    w.set_inputs([a, b])
+    w.set_outputs([y, s])
+    rng = np.random.default_rng(4)
+    return ValidBlob("matmul", w.to_bytes(), [rng.integers(-128, 128, (2, 4, 3)).astype(np.int8),
+                                              rng.integers(-128, 128, (2, 5, 3)).astype(np.int8)])
+
+
+def _norm_blob() -> ValidBlob:
+    """LAYER_NORM (version 2): a layer norm with per-channel gamma and beta and
+    an RMS norm with one gamma and no beta, both reading the same input."""
+    w = Xts3Writer()
+    x = w.tensor((3, 10), "INT8", scale=0.05, zero_point=5)
+    ln = w.tensor((3, 10), "INT8", scale=0.02, zero_point=-4)
+    rms = w.tensor((3, 10), "INT8", scale=0.03, zero_point=0)
+    gamma = [w.constant(np.arange(10, dtype=np.int32) * 100_000_000 - 400_000_000),
+             w.constant(np.array([5, 6, 5, 6, 5, 30, 5, 6, -24, 5], np.int32))]
+    beta = w.constant(np.arange(-5, 5, dtype=np.int32) * 40_000)
+    w.op("LAYER_NORM", [x, *gamma, beta], [ln], rms_norm=0, eps_lo=-7, eps_hi=3, act_min=-128, act_max=127)
+    w.op("LAYER_NORM", [x, w.constant(np.array([1 << 30], np.int32)), w.constant(np.array([6], np.int32)), None],
+         [rms], rms_norm=1, eps_lo=1 << 20, eps_hi=0, act_min=-100, act_max=100)
+    w.set_inputs([x])
+    w.set_outputs([ln, rms])
+    rng = np.random.default_rng(3)
+    xs = rng.integers(-128, 128, (3, 10)).astype(np.int8)
+    xs[1] = 9  # a constant row
+    return ValidBlob("norm", w.to_bytes(), [xs])
+
+
 def valid_blobs() -> list[ValidBlob]:
-    return [_chain_blob(), _rank5_blob(), _dequant_blob()]
+    return [_chain_blob(), _rank5_blob(), _dequant_blob(), _norm_blob(), _matmul_blob()]
 
 
 # ----------------------------------------------------------------- layout
@@ -291,9 +333,14 @@ def op_mutations(v: ValidBlob) -> Iterator[Mutation]:
         for k in range(nin + nout):
             at = lay.sections["OP_IO"].offset + 2 * (io + k)
             slot = f"input {k}" if k < nin else f"output {k - nin}"
+            optional = k < nin and fmt.OPCODES[name]["optional_inputs"] >> k & 1
             for value in HUGE_U16:
-                expect = (prefix + rf"{slot} is required" if value == fmt.NO_TENSOR and k < nin
-                          else prefix + rf"{slot} refers to tensor {value} of ")
+                if value == fmt.NO_TENSOR and optional:
+                    expect = None  # an optional input left out (the blobs leave it out validly)
+                elif value == fmt.NO_TENSOR and k < nin:
+                    expect = prefix + rf"{slot} is required"
+                else:
+                    expect = prefix + rf"{slot} refers to tensor {value} of "
                 yield Mutation(f"{v.name}.op{i}.io[{k}]={value:#x}", patch(v.blob, at, "H", value), expect)
         # io_start + n and params_start + count wrapping 32-bit arithmetic.
         for value in sorted({0xFFFFFFFF, 0xFFFFFFFE, 0x1_0000_0000 - (nin + nout) + 1}):

@@ -215,8 +215,13 @@ void BindFormatConstants(py::module_& m) {
       {"BLOB_ALIGNMENT", kBlobAlignment},
       {"LUT_ENTRIES", kLutEntries},
       {"BILINEAR_FRAC_BITS", kBilinearFracBits},
+      {"NORM_EPS_FRAC_BITS", kNormEpsFracBits},
+      {"NORM_VALUE_FRAC_BITS", kNormValueFracBits},
+      {"NORM_BETA_FRAC_BITS", kNormBetaFracBits},
   };
   for (const NamedConstant& c : scalars) m.attr(c.name) = c.value;
+  // Signed, so not a NamedConstant: LAYER_NORM's gamma_shift bounds.
+  m.attr("NORM_GAMMA_SHIFT_RANGE") = py::make_tuple(kNormMinGammaShift, kNormMaxGammaShift);
 
   // Byte offsets of the fields of the fixed-size records.
   m.attr("HEADER_FIELDS") = ConstantDict({
@@ -238,7 +243,7 @@ void BindFormatConstants(py::module_& m) {
       {"max_op_inputs", kMaxOpInputs}, {"max_op_outputs", kMaxOpOutputs}, {"max_dim", kMaxDim},
       {"max_kernel_dim", kMaxKernelDim}, {"max_tensor_bytes", kMaxTensorBytes},
       {"max_arena_bytes", kMaxArenaBytes}, {"max_blob_bytes", kMaxBlobBytes},
-      {"max_softmax_width", kMaxSoftmaxWidth}});
+      {"max_softmax_width", kMaxSoftmaxWidth}, {"max_norm_width", kMaxNormWidth}});
 
   // The header's X-macro tables.
   py::dict sections, dtypes, memory, opcodes;

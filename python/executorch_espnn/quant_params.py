@@ -142,3 +142,49 @@ def lut_from_function(fn, s_in: float, zp_in: int, s_out: float, zp_out: int) ->
     q = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.float64)
     y = fn((q - zp_in) * s_in)
     return np.clip(np.round(y / s_out) + zp_out, -128, 127).astype(np.int8)
+
+
+def layer_norm_params(s_in: float, s_out: float, eps: float, width: int, gamma=None, beta=None,
+                      rms: bool = False) -> dict:
+    """LAYER_NORM constants and parameters (docs/xts3-format.md, LAYER_NORM).
+
+    gamma/beta are the float affine parameters over the last dim (None when the
+    module has none). Returns ``gamma_mult``/``gamma_shift`` (int32 [width], or [1]
+    without gamma), ``beta`` (int32 [width] in output units, Q NORM_BETA_FRAC_BITS,
+    or None) and ``params`` (the op's fields). Raises ValueError when the
+    arithmetic cannot represent them (the caller keeps the op on the CPU).
+    """
+    from . import _native
+
+    eps_bits, beta_bits = _native.NORM_EPS_FRAC_BITS, _native.NORM_BETA_FRAC_BITS
+    min_shift, max_shift = _native.NORM_GAMMA_SHIFT_RANGE
+    if rms and beta is not None:
+        raise ValueError("RMS norm has no beta")
+    # eps in the units of the integer variance N*S2 - S1^2 (input scale^2 / N^2), Q14.
+    s_in, s_out = f32(s_in), f32(s_out)
+    eps_term = round(float(eps) * width * width * (1 << eps_bits) / (s_in * s_in))
+    if not 0 <= eps_term < 1 << 62:
+        raise ValueError(f"eps {eps} at input scale {s_in} is out of the kernel's range")
+    g = np.ones(1) if gamma is None else np.asarray(gamma, np.float64).reshape(-1)
+    mults, shifts = [], []
+    for real in g / s_out:
+        m, e = quantize_multiplier(abs(float(real)))
+        if e < min_shift:  # |gamma| / s_out < 2^-25: under 2^-17 output LSB over every |z| < 256
+            m, e = 0, 0
+        if e > max_shift:
+            raise ValueError(f"gamma / output scale = {real:g} is too large")
+        mults.append(-m if real < 0 else m)
+        shifts.append(e)
+    beta_q = None
+    if beta is not None:
+        b = np.rint(np.asarray(beta, np.float64).reshape(-1) / s_out * (1 << beta_bits))
+        if np.abs(b).max(initial=0) >= 2**31:
+            raise ValueError("beta / output scale is out of the kernel's range")
+        beta_q = b.astype(np.int32)
+    return dict(gamma_mult=np.array(mults, np.int32), gamma_shift=np.array(shifts, np.int32), beta=beta_q,
+                params=dict(rms_norm=int(rms), eps_lo=_int32_view(eps_term & 0xFFFFFFFF), eps_hi=eps_term >> 32))
+
+
+def _int32_view(word: int) -> int:
+    """The int32 whose bits are the unsigned 32-bit ``word`` (XTS3 parameter words are int32)."""
+    return word - (1 << 32) if word & 0x80000000 else word

@@ -70,6 +70,19 @@ def test_fully_connected_macs_and_totals():
     assert pm.s3_simd_macs == pm.macs and pm.s3_simd_fraction == 1.0
 
 
+@pytest.mark.parametrize("rhs_offset, k, kernel", [(0, 16, "ACCX"), (3, 16, "s16"), (0, 8, "s16")])
+def test_batch_matmul_macs_and_fc_path(rhs_offset, k, kernel):
+    w = Xts3Writer()
+    a, b, y = w.tensor((2, 3, 5, k), scale=S), w.tensor((2, 3, 7, k), scale=S), w.tensor((2, 3, 5, 7), scale=S)
+    w.op("BATCH_MATMUL", [a, b], [y], lhs_offset=0, rhs_offset=rhs_offset, output_offset=0, mult=1 << 30,
+         shift=-10, act_min=-128, act_max=127, rhs_transposed=1)
+    w.set_inputs([a, b])
+    w.set_outputs([y])
+    row = only_op(w.to_bytes())
+    assert row.macs == 2 * 3 * 5 * 7 * k  # output elements x K
+    assert row.s3_simd and kernel in row.kernel
+
+
 # ---------------------------------------------------------------- S3 dispatch rules
 @pytest.mark.parametrize("in_c, simd, kernel", [(16, True, "mult8_1x1"), (24, True, "mult8_1x1"),
                                                 (4, False, "1x1 C"), (12, True, "1x1 C")])

@@ -89,6 +89,15 @@ class Means(nn.Module):
         return x.mean((2, 3)), F.adaptive_avg_pool2d(x, 1)
 
 
+class AdjacentMeans(nn.Module):
+    """Means over one run of adjacent dims in PyTorch order (a transformer's token mean
+    x.mean(1) of [N, T, D]; the last dim; dims 1..2 of a rank-4 tensor, keepdim): MEAN_HW
+    on the bytes viewed as [outer, reduced, 1, inner], no TRANSPOSE."""
+
+    def forward(self, x, y):
+        return x.mean(1), x.mean(-1), y.mean((1, 2), keepdim=True)
+
+
 class PoolFlattenHead(nn.Module):
     """adaptive_avg_pool2d(1) + flatten: [N,C,1,1] is the same bytes in NCHW and NHWC."""
 
@@ -197,7 +206,40 @@ class DataMovement(nn.Module):
         return z[:, 1:, 1::2, ::3], w[::2, 1::3]
 
 
+class Attention(nn.Module):
+    """The zoo ViT's attention (models/vit.py) without its layer norm: head split by
+    reshape/permute/select, q @ k^T (k^T is a relabel: BATCH_MATMUL reads k's rows in
+    place), scale, softmax, attn @ v (the runtime transposes v), head merge by
+    transpose/reshape (a clone + view in the Edge dialect), projection."""
+
+    def __init__(self):
+        super().__init__()
+        from executorch_espnn.models.vit import Attention as VitAttention
+
+        self.attn = VitAttention(32, 4)
+
+    def forward(self, x):
+        return self.attn(x)
+
+
+class MatmulForms(nn.Module):
+    """bmm of two activations; matmul broadcasting a rank-2 activation over a rank-4
+    one; matmul by a constant matrix (re-laid out to [N, K] at compile time); a fused relu."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(6, 6), nn.Linear(6, 5), nn.Linear(6, 6)
+        self.w = nn.Parameter(torch.randn(6, 7) * 0.3)
+
+    def forward(self, x, y, z):
+        p = torch.bmm(self.a(x), self.c(x).transpose(1, 2))  # [2,4,6] @ [2,6,4]
+        q = torch.matmul(self.a(y), self.b(z))  # [1,2,3,6] @ [6,5]
+        return p, q, F.relu(torch.matmul(self.a(x), self.w))
+
+
 CASES = {
+    "attention": (Attention, (rand(1, 10, 32),)),
+    "matmul_forms": (MatmulForms, (rand(2, 4, 6), rand(1, 2, 3, 6, seed=2), rand(6, 6, seed=3))),
     "linear_relu": (LinearRelu, (rand(3, 16),)),
     "linear_3d": (Linear3d, (rand(2, 5, 8),)),
     "fused_activations": (FusedActivations, (rand(1, 3, 8, 8),)),
@@ -207,6 +249,7 @@ CASES = {
     "pools": (Pools, (rand(1, 5, 11, 9),)),
     "softmax": (Softmaxes, (rand(2, 10), rand(1, 5, 4, 4, seed=2))),
     "mean": (Means, (rand(2, 6, 5, 7),)),
+    "adjacent_means": (AdjacentMeans, (rand(2, 9, 8), rand(2, 3, 4, 5, seed=2))),
     "pool_flatten_head": (PoolFlattenHead, (rand(1, 3, 6, 6),)),
     "flatten_hw": (FlattenHW, (rand(1, 3, 7, 7),)),
     "permute_to_nhwc": (PermuteToNhwc, (rand(1, 3, 5, 5),)),
@@ -219,6 +262,8 @@ CASES = {
 
 EXPECTED_OPS = {
     "linear_relu": {"FULLY_CONNECTED"},
+    "attention": {"BATCH_MATMUL", "SLICE", "SOFTMAX", "MUL", "FULLY_CONNECTED"},
+    "matmul_forms": {"BATCH_MATMUL", "FULLY_CONNECTED"},
     "linear_3d": {"FULLY_CONNECTED"},
     "fused_activations": {"CONV2D", "MEAN_HW", "FULLY_CONNECTED"},
     "add_mul_broadcast": {"ADD", "MUL"},
@@ -226,6 +271,7 @@ EXPECTED_OPS = {
     "pools": {"MAX_POOL2D", "AVG_POOL2D"},
     "softmax": {"SOFTMAX"},
     "mean": {"MEAN_HW"},
+    "adjacent_means": {"MEAN_HW"},
     "activations": {"HARD_SWISH", "LUT", "ADD", "MUL", "MAX_POOL2D"},
     "transposed_conv": {"TRANSPOSE_CONV2D"},
     "conv_wide_padding": {"PAD", "CONV2D", "DEPTHWISE_CONV2D"},
@@ -286,7 +332,34 @@ def _check_data_movement(ops, summary):
     assert ops.count("SLICE") == 5, ops
 
 
+def _check_attention(ops, summary):
+    qk, av = _ops_of(summary, "BATCH_MATMUL")
+    assert qk["params"]["rhs_transposed"] == 1  # k^T read as k's [N, K] rows: no TRANSPOSE for it
+    assert av["params"]["rhs_transposed"] == 0  # v [K, N] as it is
+    assert ops.count("SLICE") == 3, ops  # qkv[0], qkv[1], qkv[2]
+    assert ops.count("TRANSPOSE") == 2, ops  # the head split and the head merge only
+
+
+def _check_matmul_forms(ops, summary):
+    mms = _ops_of(summary, "BATCH_MATMUL")
+    assert len(mms) == 3, ops
+    ranks = sorted(len(summary["tensors"][m["inputs"][1]]["shape"]) for m in mms)
+    assert ranks == [3, 3, 4], ranks  # the rank-2 rhs is viewed at the output's rank
+    const_mm = [m for m in mms if summary["tensors"][m["inputs"][1]]["memory"] == "CONSTANT"]
+    assert len(const_mm) == 1 and const_mm[0]["params"]["rhs_transposed"] == 1
+    assert const_mm[0]["params"]["act_min"] > -128 or const_mm[0]["params"]["output_offset"] == -128  # relu fused
+
+
+def _check_adjacent_means(ops, summary):
+    assert ops.count("MEAN_HW") == 3 and "TRANSPOSE" not in ops, ops
+    views = sorted(tuple(summary["tensors"][m["inputs"][0]]["shape"]) for m in _ops_of(summary, "MEAN_HW"))
+    assert views == [(2, 9, 1, 8), (2, 12, 1, 5), (18, 8, 1, 1)], views  # [outer, reduced, 1, inner]
+
+
 CHECKS = {
+    "adjacent_means": _check_adjacent_means,
+    "attention": _check_attention,
+    "matmul_forms": _check_matmul_forms,
     "activations": _check_activations,
     "transposed_conv": _check_transposed_conv,
     "conv_wide_padding": _check_conv_wide_padding,

@@ -12,7 +12,7 @@ from torch import nn  # noqa: E402
 from aot_harness import compare, export, output_scales, payloads, run_lowered  # noqa: E402
 from op_cases import check_case  # noqa: E402
 
-NAMES = ["pools", "mean", "pool_flatten_head", "flatten_hw", "permute_to_nhwc"]
+NAMES = ["pools", "mean", "adjacent_means", "pool_flatten_head", "flatten_hw", "permute_to_nhwc"]
 
 
 @pytest.mark.parametrize("name", NAMES)

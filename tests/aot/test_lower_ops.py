@@ -2,7 +2,8 @@
 CPU, native delegates, within 1 LSB of the convert_pt2e model): linear, fused
 activations, add/mul with broadcasting, softmax, hardswish and the LUT
 activations, transposed convolutions, convolutions padded beyond their kernel,
-upsampling, slice/pad/cat/split. Models and payload checks: op_cases.py."""
+upsampling, slice/pad/cat/split, attention (select, matmul, head split/merge) and the
+matmul forms. Models and payload checks: op_cases.py."""
 
 import pytest
 
@@ -11,7 +12,8 @@ pytest.importorskip("executorch")
 from op_cases import check_case  # noqa: E402
 
 NAMES = ["linear_relu", "linear_3d", "fused_activations", "add_mul_broadcast", "nhwc_mul_broadcast", "softmax",
-         "activations", "transposed_conv", "conv_wide_padding", "upsample", "data_movement"]
+         "activations", "transposed_conv", "conv_wide_padding", "upsample", "data_movement",
+         "attention", "matmul_forms"]
 
 
 @pytest.mark.parametrize("name", NAMES)

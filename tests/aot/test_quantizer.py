@@ -336,6 +336,33 @@ def test_add_mul_operands_and_output_int8_with_fused_relu():
     assert_close_to_float(model, q, calib)
 
 
+class Matmuls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        q, k = self.a(x), self.b(x)
+        scores = F.relu(q @ k.transpose(-2, -1))
+        return torch.bmm(scores, k), q[0, 0] @ k[0, 0]  # the last: 1-D operands, left float
+
+
+def test_matmul_operands_and_output_int8_with_fused_relu():
+    model = Matmuls()
+    q, calib = quantize(model, (2, 5, 8))
+    mm_2d, mm_1d = sorted(calls(q, aten.matmul.default), key=lambda n: n.meta["val"].dim(), reverse=True)
+    (bmm,) = calls(q, aten.bmm.default)
+    for node in (mm_2d, bmm):
+        in_qparams(node, 0)
+        in_qparams(node, 1)
+    (relu,) = mm_2d.users
+    assert relu.target == aten.relu.default
+    assert out_qparams(relu)[1] == -128  # the relu is fused: the output observer sees only >= 0
+    out_qparams(bmm)
+    assert all(u.target != Q_T for u in mm_1d.users)
+    assert_close_to_float(model, q, calib)
+
+
 def test_integer_add_is_left_alone():
     class M(nn.Module):
         def forward(self, x, n):
@@ -482,7 +509,8 @@ class Means(nn.Module):
             y.mean(dim=(2, 3), keepdim=True),
             F.adaptive_avg_pool2d(y, 1),
             F.adaptive_avg_pool2d(y, 2),  # not global: an average pool (shared qparams)
-            y.mean(dim=1),  # not H×W: no ESP-NN op, left float
+            y.mean(dim=1),  # one run of adjacent dims: MEAN_HW over [N, C, 1, H*W], own observers
+            y.mean(dim=(1, 3)),  # not adjacent: no ESP-NN op, left float
         )
 
 
@@ -491,7 +519,7 @@ def test_mean_and_global_pool_requantize_with_own_observers():
     q, calib = quantize(model, (1, 3, 8, 8))
     conv_out = out_qparams(one(q, aten.conv2d.default))
     means = calls(q, aten.mean.dim)
-    assert len(means) == 3
+    assert len(means) == 4
     hw_means = [m for m in means if sorted(d % 4 for d in m.args[1]) == [2, 3]]
     assert len(hw_means) == 2
     pools = calls(q, aten.adaptive_avg_pool2d.default)
@@ -501,8 +529,10 @@ def test_mean_and_global_pool_requantize_with_own_observers():
         assert in_qparams(node) == conv_out
         assert out_qparams(node) != conv_out  # own observer: the mean narrows the range
     assert in_qparams(local_pool) == out_qparams(local_pool) == conv_out
-    (channel_mean,) = [m for m in means if m not in hw_means]
-    assert all(u.target != Q_T for u in channel_mean.users)
+    channel_mean = next(m for m in means if m not in hw_means and list(m.args[1]) == [1])
+    assert in_qparams(channel_mean) == conv_out and out_qparams(channel_mean) != conv_out
+    (gapped_mean,) = [m for m in means if m not in hw_means and m is not channel_mean]
+    assert all(u.target != Q_T for u in gapped_mean.users)
     assert_close_to_float(model, q, calib)
 
 

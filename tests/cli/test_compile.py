@@ -170,9 +170,10 @@ def test_small_vit_shows_delegated_and_cpu_ops_with_reasons(tmp_path):
     m = doc["methods"]["forward"]
     assert len(m["partitions"]) > 1 and m["num_delegated_ops"] > 0
     reasons = {c["op"]: c["reason"] for c in m["cpu_ops"]}
-    assert "no ESP-NN lowering" in reasons["aten.native_layer_norm.default"]
+    assert "no ESP-NN lowering" in reasons["aten.bmm.default"]
+    assert not any("layer_norm" in op for op in reasons)  # LAYER_NORM
     assert all(reasons.values())
-    assert "aten.native_layer_norm.default" in r.out and "host-verified" in r.out
+    assert "aten.bmm.default" in r.out and "host-verified" in r.out
 
 
 def test_mobilenet_v2_is_one_partition_with_no_cpu_compute_op(tmp_path):

@@ -1,7 +1,7 @@
 """Multiply-accumulates per op, from the tensor shapes the parser read.
 
 Only ops built on a dot product count (conv, depthwise, fully connected,
-transposed conv); elementwise, pooling and data movement have no MACs in
+transposed conv, batch matmul); elementwise, pooling and data movement have no MACs in
 the usual sense (they are listed with 0).
 """
 
@@ -28,6 +28,10 @@ def op_macs(summary: dict, op: dict) -> int:
     if name == "FULLY_CONNECTED":
         row_len = t[op["inputs"][1]]["shape"][1]
         return _elements(t[op["outputs"][0]]["shape"]) * row_len
+    if name == "BATCH_MATMUL":
+        # every output element [.., M, N]: K products (K = the lhs's last dim)
+        k = t[op["inputs"][0]]["shape"][-1]
+        return _elements(t[op["outputs"][0]]["shape"]) * k
     if name == "TRANSPOSE_CONV2D":
         # PyTorch's scatter: every input pixel through every tap to Cout/groups
         # outputs of Cin/groups inputs each (taps landing outside are counted).

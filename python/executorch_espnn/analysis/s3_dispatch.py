@@ -150,6 +150,19 @@ def fully_connected(summary: dict, op: dict) -> S3Path:
     return S3Path(True, 1.0, "esp_nn_fc_s16_esp32s3", "row_len < 16 or filter_offset != 0: s16 asm")
 
 
+def batch_matmul(summary: dict, op: dict) -> S3Path:
+    """BATCH_MATMUL is esp_nn_fully_connected_s8 per output row (the rhs is the
+    filter, rhs_offset its filter_offset), so §5.1 FC applies: filter_offset == 0
+    and K >= 16 -> ACCX dot product, else the s16 asm. [runtime: an rhs [K, N]
+    is transposed into the scratch per batch first (interpreter copy, no MACs);
+    misaligned lhs rows are copied to the aligned scratch.]"""
+    p = op["params"]
+    k = _t(summary, op["inputs"][0])["shape"][-1]
+    if p["rhs_offset"] == 0 and k >= 16:
+        return S3Path(True, 1.0, "FC ACCX dot product", "rhs_offset 0, K >= 16, aligned rows")
+    return S3Path(True, 1.0, "esp_nn_fc_s16_esp32s3", "K < 16 or rhs_offset != 0: s16 asm")
+
+
 def _elementwise(name: str, min_size: int) -> Callable[[dict, dict], S3Path]:
     def rule(summary: dict, op: dict) -> S3Path:
         a, b = (_t(summary, t) for t in op["inputs"])
@@ -215,6 +228,7 @@ RULES: dict[str, Callable[[dict, dict], S3Path]] = {
     "CONV2D": conv2d,
     "DEPTHWISE_CONV2D": depthwise_conv2d,
     "FULLY_CONNECTED": fully_connected,
+    "BATCH_MATMUL": batch_matmul,
     "ADD": _elementwise("add", 12),
     "MUL": _elementwise("mul", 8),
     "AVG_POOL2D": _pool("avg"),

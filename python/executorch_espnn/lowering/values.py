@@ -4,9 +4,11 @@ A Value is one XTS3 tensor plus how to read it as the PyTorch tensor of an
 fx node:
 
 * ``shape``  - the logical (PyTorch) shape, from node.meta["val"];
-* ``layout`` - CONTIG (PyTorch's contiguous order) or CHANNELS_LAST (dim 1
+* ``layout`` - CONTIG (PyTorch's contiguous order), CHANNELS_LAST (dim 1
   moved last: NHWC for rank 4, NWC for rank 3; ESP-NN's conv/pool/mean
-  layout);
+  layout) or SWAPPED_LAST2 (the last two dims swapped, rank >= 3: what
+  `k.transpose(-2, -1)` is over k's bytes, so BATCH_MATMUL can read k as its
+  [N, K] filter rows without a TRANSPOSE);
 * ``dims``   - the dims the XTS3 tensor record declares. Usually the physical
   shape (the logical shape permuted by the layout), but any dims with the same
   bytes are fine (a conv1d output declared [N,1,W,C] is a channels-last
@@ -28,6 +30,7 @@ from .quant import QParams
 
 CONTIG = "contig"
 CHANNELS_LAST = "channels_last"
+SWAPPED_LAST2 = "swapped_last2"
 
 
 def layout_perm(layout: str, rank: int) -> tuple[int, ...]:
@@ -36,6 +39,8 @@ def layout_perm(layout: str, rank: int) -> tuple[int, ...]:
         return tuple(range(rank))
     if layout == CHANNELS_LAST:
         return (0,) + tuple(range(2, rank)) + (1,)
+    if layout == SWAPPED_LAST2:
+        return tuple(range(rank - 2)) + (rank - 1, rank - 2)
     raise ValueError(f"unknown layout {layout!r}")
 
 

@@ -15,7 +15,7 @@ digits_cnn()                [1,1,8,8]              everything
 ds_cnn()                    [1,1,49,10] MFCCs      everything
 mobilenet_v2(...)           [1,3,224,224]          everything
 mobilenet_v3_small(...)     [1,3,224,224]          everything (checked at 96x96)
-small_vit(...)              [1,3,32,32]            all but layer norm/matmuls
+small_vit(...)              [1,3,32,32]            everything (one delegate)
 ==========================  =====================  ===========================
 
 torch is imported by this package (unlike ``executorch_espnn`` itself).

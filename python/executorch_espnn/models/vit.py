@@ -1,10 +1,12 @@
 """A small vision transformer (Dosovitskiy et al., 2020): patch embedding by a
 strided conv, pre-norm transformer blocks, mean over tokens, linear head.
 
-It is the zoo's CPU-fallback model: the convolution, linears, GELU, softmax
-and residual adds go to ESP-NN; layer norm and the attention matmuls have no
-ESP-NN kernel and stay on ExecuTorch's CPU kernels (the delegation report
-says why, node by node)."""
+Everything lowers to one ESP-NN delegate: the convolution, linears, layer
+norms (LAYER_NORM), GELU (a LUT), softmax, residual adds, the attention
+matmuls (BATCH_MATMUL on ESP-NN's FC kernel: q @ k^T reads k's rows in place,
+attn @ v transposes v per head into the scratch), the head split/merge
+(reshape/permute/select -> TRANSPOSE/SLICE) and the token mean (MEAN_HW).
+``Block`` is the benchmarks' transformer block (benchmarks/run.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ class SmallViT(nn.Module):
 def small_vit(image_size: int = 32, patch_size: int = 4, dim: int = 64, depth: int = 2, heads: int = 4,
               mlp_ratio: int = 2, num_classes: int = 10, seed: int = 0):
     """SmallViT (random weights) on a [1,3,image_size,image_size] input.
-    Partly delegated: layer norms and attention matmuls run on the CPU."""
+    Fully delegated (one delegate, no CPU compute op)."""
     with seeded(seed):
         model = SmallViT(image_size, patch_size, dim, depth, heads, mlp_ratio, num_classes).eval()
     return model, (random_input((1, 3, image_size, image_size), seed + 1),)

@@ -8,8 +8,12 @@
   (the lowering emits a LUT or HARD_SWISH, which map any input quantization to any
   output quantization); relu/relu6/hardtanh/clamp are fused (conv_linear.py,
   elementwise.py) or share their input's qparams (shared.py);
-* mean over H and W of an NCHW tensor and adaptive_avg_pool2d to 1×1 (MEAN_HW):
-  own input and output observers.
+* mean over H and W of an NCHW tensor, a mean over one run of adjacent dims (a
+  transformer's token mean) and adaptive_avg_pool2d to 1×1 (MEAN_HW): own input and
+  output observers;
+* layer_norm and rms_norm (LAYER_NORM): own input and output observers; the
+  weight and bias arguments stay float (the lowering folds them into the kernel's
+  integer constants).
 """
 
 from __future__ import annotations
@@ -58,11 +62,15 @@ def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
 
 
 def is_global_average(node: Node) -> bool:
-    """mean over dims {2, 3} of a 4-D tensor, or adaptive_avg_pool2d to 1×1."""
+    """mean over dims {2, 3} of a 4-D tensor, adaptive_avg_pool2d to 1×1, or a mean
+    over one run of adjacent dims (a transformer's mean over its tokens): what
+    MEAN_HW runs (lowering/ops/mean.py)."""
     x = node.args[0]
-    if not is_float_tensor(x) or x.meta["val"].dim() != 4:
+    if not is_float_tensor(x):
         return False
     if node.target in ops.ADAPTIVE_AVG_POOL:
+        if x.meta["val"].dim() != 4:
+            return False
         size = node.args[1]
         size = [size, size] if isinstance(size, int) else list(size)
         return size == [1, 1]
@@ -72,7 +80,11 @@ def is_global_average(node: Node) -> bool:
         if dims is None or dtype is not None:
             return False
         dims = [dims] if isinstance(dims, int) else list(dims)
-        return len(dims) == 2 and sorted(d % 4 for d in dims) == [2, 3]
+        rank = x.meta["val"].dim()
+        if rank == 4 and len(dims) == 2 and sorted(d % 4 for d in dims) == [2, 3]:
+            return True
+        run = sorted({d % rank for d in dims}) if rank else []
+        return bool(run) and run == list(range(run[0], run[-1] + 1))
     return False
 
 
@@ -86,3 +98,16 @@ def annotate_global_average(gm: GraphModule, resolve: ConfigResolver) -> None:
         if config is None:
             continue
         annotate(node, {node.args[0]: config.activation}, output=config.activation)
+
+
+def annotate_norm(gm: GraphModule, resolve: ConfigResolver) -> None:
+    for node in gm.graph.nodes:
+        if not is_call(node, ops.NORM) or is_annotated(node):
+            continue
+        x = node.args[0]
+        if not (is_float_tensor(node) and is_float_tensor(x)):
+            continue
+        config = resolve(node)
+        if config is None:
+            continue
+        annotate(node, {x: config.activation}, output=config.activation)

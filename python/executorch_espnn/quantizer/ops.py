@@ -50,6 +50,8 @@ ADD_MUL = {
     aten.mul.Tensor,
     aten.mul_.Tensor,
 }
+# Products of two activations (both operands observed, per tensor).
+MATMUL = {aten.matmul.default, aten.bmm.default}
 # other - x: rewritten to sub(other, x) before annotation.
 RSUB = {aten.rsub.Scalar, aten.rsub.Tensor}
 # x / c for a Python number c: rewritten to mul(x, 1 / c) before annotation.
@@ -85,6 +87,10 @@ UNARY_OWN_OUTPUT = {
 }
 # prelu: the same, when its weight is one slope or one per channel (the second argument stays float).
 PRELU = {aten.prelu.default}
+
+# Layer norm / RMS norm over the last dim (LAYER_NORM): own input and output
+# observers; weight and bias stay float (the lowering folds them).
+NORM = {aten.layer_norm.default, aten.rms_norm.default}
 
 # Reductions that requantize (MEAN_HW): own input and output observers.
 MEAN = {aten.mean.dim}

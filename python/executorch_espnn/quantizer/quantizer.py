@@ -36,11 +36,12 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from . import ops
-from .activations import annotate_global_average, annotate_unary
+from .activations import annotate_global_average, annotate_norm, annotate_unary
 from .annotation import get_annotation
 from .config import EspNNQuantizationConfig, check_config, get_espnn_quantization_config
 from .conv_linear import add_zero_bias_before_qat_batch_norm, annotate_conv_linear
 from .elementwise import annotate_add_mul, scalars_to_constants
+from .matmul import annotate_matmul
 from .shared import annotate_shared, share_producer_qparams
 
 _DEFAULT = object()
@@ -51,7 +52,9 @@ _DEFAULT = object()
 _ANNOTATORS = (
     annotate_conv_linear,
     annotate_add_mul,
+    annotate_matmul,
     annotate_global_average,
+    annotate_norm,
     annotate_unary,
     annotate_shared,
 )

@@ -128,6 +128,8 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(QUANTIZE,        21, 1, 1, 1, 1, 1, 0x0)                     \
   X(DEQUANTIZE,      22, 1, 1, 1, 1, 1, 0x0)                     \
   X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)                     \
+  X(BATCH_MATMUL,    24, 2, 2, 2, 1, 1, 0x0)                     \
+  X(LAYER_NORM,      25, 2, 4, 4, 1, 1, 0x8)                     \
   X(CHANNEL_LUT,     27, 2, 2, 2, 1, 1, 0x0)
 
 enum class Opcode : uint16_t {
@@ -229,6 +231,22 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
 #define ESPNN_XTS3_PARAMS_REQUANTIZE(F) \
   F(input_zero_point) F(output_zero_point) F(mult) F(shift)
+// LAYER_NORM int8 -> int8 over the last dim (layer norm, or RMS norm when
+// rms_norm = 1); zero points come from the tensor records. eps_lo/eps_hi are
+// the low and high words of the unsigned 64-bit eps term (eps * N^2 /
+// input_scale^2 in Q kNormEpsFracBits); docs/xts3-format.md has the formula.
+#define ESPNN_XTS3_PARAMS_LAYER_NORM(F) \
+  F(rms_norm) F(eps_lo) F(eps_hi) F(act_min) F(act_max)
+
+// BATCH_MATMUL int8 x int8 -> int8, one per-tensor requantization:
+// out[.., m, n] = clamp(MBQM(sum_k (lhs[.., m, k] + lhs_offset) *
+//                                  (rhs[.., k, n] + rhs_offset), mult, shift)
+//                       + output_offset, act_min, act_max).
+// rhs_transposed = 1: the rhs tensor holds [.., N, K] (rows are ESP-NN's FC
+// filter rows, as `k` of q @ k^T already is); 0: it holds [.., K, N].
+#define ESPNN_XTS3_PARAMS_BATCH_MATMUL(F)                                \
+  F(lhs_offset) F(rhs_offset) F(output_offset) F(mult) F(shift)          \
+  F(act_min) F(act_max) F(rhs_transposed)
 // CHANNEL_LUT: one LUT per index of dimension `axis` (a per-channel function
 // such as prelu with one slope per channel); the table is [dims[axis], 256].
 #define ESPNN_XTS3_PARAMS_CHANNEL_LUT(F) F(axis)
@@ -283,6 +301,23 @@ constexpr uint32_t kMaxSoftmaxWidth = 511;
 constexpr uint32_t kLutEntries = 256;
 // RESIZE_BILINEAR fractional weights are Q10 (0..1024).
 constexpr uint32_t kBilinearFracBits = 10;
+// LAYER_NORM's integer arithmetic (docs/xts3-format.md, LAYER_NORM).
+// Longest normalised row (last dim): with |x - zp| <= 255 the sum of squares
+// of a row stays below 2^32 (255^2 * 65535 < 2^32), N * sum of squares below
+// 2^48, and the normalised value |z| <= sqrt(N) below 256.
+constexpr uint32_t kMaxNormWidth = 65535;
+// Fraction bits of the eps term added to the integer variance (Q14): the
+// variance N*S2 - S1^2 < 2^48 shifted by 14 and the eps term (< 2^62) add up
+// below 2^63.
+constexpr uint32_t kNormEpsFracBits = 14;
+// Fraction bits of the normalised value z = (x - mean) / std inside the
+// kernel (Q22: |z| < 2^8 gives |z| * 2^22 < 2^30).
+constexpr uint32_t kNormValueFracBits = 22;
+// Fraction bits of beta, in output units (Q16), and of the sum it joins.
+constexpr uint32_t kNormBetaFracBits = 16;
+// gamma_shift range: G = gamma_mult * 2^(gamma_shift - 31).
+constexpr int32_t kNormMinGammaShift = -24;
+constexpr int32_t kNormMaxGammaShift = 30;
 
 }  // namespace xts3
 }  // namespace espnn

@@ -36,6 +36,8 @@ namespace {
   X(QUANTIZE, kQuantizeKernel)                          \
   X(DEQUANTIZE, kDequantizeKernel)                      \
   X(REQUANTIZE, kRequantizeKernel)                      \
+  X(BATCH_MATMUL, kBatchMatmulKernel)                   \
+  X(LAYER_NORM, kLayerNormKernel)                       \
   X(CHANNEL_LUT, kChannelLutKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }

@@ -1,11 +1,17 @@
-"""Mean over H and W -> MEAN_HW: aten.mean.dim over dims {2, 3} of a rank-4
-tensor (what adaptive_avg_pool2d(x, 1) becomes in the Edge dialect) and
-aten.adaptive_avg_pool2d with output size 1. 1/(H*W) is folded into the
-multiplier (quant_params.mean_params)."""
+"""Means -> MEAN_HW: aten.mean.dim over dims {2, 3} of a rank-4 tensor (what
+adaptive_avg_pool2d(x, 1) becomes in the Edge dialect) and
+aten.adaptive_avg_pool2d with output size 1, on the channels-last value; and
+aten.mean.dim over any one run of adjacent dims (a transformer's mean over
+its tokens, x.mean(dim=1) of [N, T, D]), on the PyTorch-order bytes viewed as
+[outer, reduced, 1, inner] (MEAN_HW's [N, H, W, C]; its [N, C] output is the
+result's bytes). 1/(count) is folded into the multiplier
+(quant_params.mean_params)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ...quant_params import mean_params
 from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
@@ -23,13 +29,48 @@ class MeanPlan:
     in_shape: tuple[int, ...]
     out_shape: tuple[int, ...]
     keepdim: bool
+    # [outer, reduced, 1, inner] for a mean over adjacent dims in PyTorch order; None: H, W of NCHW
+    view4: tuple[int, int, int, int] | None = None
+
+
+def _adjacent_run(node, in_shape) -> tuple[int, int, int, int] | None:
+    """The [outer, reduced, 1, inner] view of a mean over one run of adjacent dims
+    (not the NCHW H, W case, which runs channels-last), else None."""
+    if not op_name(node).startswith("aten.mean") or arg(node, 3, "dtype") is not None:
+        return None
+    dims = arg(node, 1, "dim")
+    if not dims or not in_shape:
+        return None
+    rank = len(in_shape)
+    dims = sorted({d % rank for d in ([dims] if isinstance(dims, int) else dims)})
+    if rank == 4 and dims == [2, 3]:
+        return None
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        return None
+    prod = lambda s: int(np.prod(s, dtype=np.int64))  # noqa: E731
+    return (prod(in_shape[:dims[0]]), prod(in_shape[dims[0]:dims[-1] + 1]), 1, prod(in_shape[dims[-1] + 1:]))
+
+
+def _analyze_run(node, cc, in_shape, view4) -> MeanPlan:
+    in_q = input_qparams(node.args[0], node, cc)
+    out = output_spec(node, cc, fuse_activation=False)
+    if not out.qparams.full_range:
+        raise Unsupported("mean to a narrow int8 range")
+    check_kernel_dims({"reduced extent": view4[1], "inner size": view4[3]}, cc.limits["max_kernel_dim"])
+    mult, shift = mean_params(in_q.scale, out.qparams.scale, view4[1])
+    return MeanPlan(in_q, out, mult, shift, in_shape, static_shape(node), bool(arg(node, 2, "keepdim", False)),
+                    view4)
 
 
 def analyze(node, cc) -> MeanPlan:
     x = node.args[0]
     in_shape = static_shape(x)
+    view4 = _adjacent_run(node, in_shape)
+    if view4 is not None:
+        return _analyze_run(node, cc, in_shape, view4)
     if len(in_shape) != 4:
-        raise Unsupported(f"mean of a rank-{len(in_shape)} tensor (needs [N,C,H,W])")
+        raise Unsupported(f"mean of a rank-{len(in_shape)} tensor over dims {arg(node, 1, 'dim')} "
+                          "(needs one run of adjacent dims, or H and W of [N,C,H,W])")
     if op_name(node).startswith("aten.mean"):
         dims = arg(node, 1, "dim")
         if dims is None or sorted(d % 4 for d in dims) != [2, 3]:
@@ -53,6 +94,13 @@ def analyze(node, cc) -> MeanPlan:
 
 def lower(node, ctx):
     p = analyze(node, ctx)
+    if p.view4 is not None:
+        x = ctx.input(node.args[0], layout=CONTIG)
+        out = ctx.new_value(p.out_shape, p.out.qparams, CONTIG, dims=(p.view4[0], p.view4[3]))
+        ctx.emit("MEAN_HW", [ctx.tensor(x, p.view4)], [out.tensor], input_zero_point=p.in_q.zero_point,
+                 output_zero_point=p.out.qparams.zero_point, mult=p.mult, shift=p.shift)
+        ctx.finish(node, p.out, out)
+        return
     x = ctx.input(node.args[0], layout=CHANNELS_LAST)
     if p.keepdim:
         out = ctx.new_value(p.out_shape, p.out.qparams, CHANNELS_LAST)  # [N,1,1,C]

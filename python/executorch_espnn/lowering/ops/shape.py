@@ -5,17 +5,22 @@ value is converted to CONTIG (free when the channels-last order already is
 that order, e.g. [N,C,1,1] -> [N,C]) and no op is written here; the consumer
 asks for the dims it needs and gets one RESHAPE. A permute is a TRANSPOSE
 from the value's physical order to the permuted PyTorch order, or nothing
-when the bytes already are in that order.
+when the bytes already are the result in CONTIG or SWAPPED_LAST2 order (a
+relabel: k.transpose(-2, -1) costs nothing, BATCH_MATMUL reads it in place).
+An identity copy between two shape ops (the Edge dialect's _clone_dim_order
+before the view of a transposed reshape) writes nothing either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from torch.fx import Node
+
 from ..graph import Unsupported, arg, op_name, static_shape
-from ..quant import OutputSpec, QParams, input_qparams, output_spec
+from ..quant import OutputSpec, QParams, input_qparams, is_dq, output_spec
 from ..registry import register
-from ..values import CONTIG, Value, layout_perm
+from ..values import CONTIG, SWAPPED_LAST2, Value, layout_perm
 
 RESHAPE_OPS = (
     "aten.view_copy.default", "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
@@ -54,17 +59,38 @@ def _permutation(node, rank: int) -> tuple[int, ...]:
     return tuple(perm)
 
 
+def _is_passthrough(node) -> bool:
+    """An identity copy (clone, alias, eval dropout: same shape) whose one user is
+    another shape op, with no quantize between them: how the Edge dialect spells
+    reshape(x.transpose(1, 2)) (a _clone_dim_order, then view_copy). It writes no
+    op; the shape op after it reads its input (see _source)."""
+    if not isinstance(node, Node) or op_name(node) not in RESHAPE_OPS:
+        return False
+    if static_shape(node) != static_shape(node.args[0]):
+        return False
+    users = list(node.users)
+    return len(users) == 1 and op_name(users[0]) in RESHAPE_OPS + PERMUTE_OPS and is_dq(node.args[0])
+
+
+def _source(node):
+    """The int8 input of a shape op, looking through a pass-through copy."""
+    x = node.args[0]
+    return x.args[0] if _is_passthrough(x) else x
+
+
 def _common(node, cc) -> ShapePlan:
     x = node.args[0]
     in_shape, out_shape = static_shape(x), static_shape(node)
     if max(len(in_shape), len(out_shape)) > cc.limits["max_rank"]:
         raise Unsupported(f"rank above {cc.limits['max_rank']}")
-    in_q = input_qparams(x, node, cc)
+    if _is_passthrough(x) and not cc.in_partition(x):
+        raise Unsupported(f"its input copy {x.name} is not delegated")
+    in_q = input_qparams(_source(node), node, cc)
     out = output_spec(node, cc, fuse_activation=False)
     return ShapePlan(in_q, out, in_shape, out_shape)
 
 
-def analyze_reshape(node, cc) -> ShapePlan:
+def analyze_reshape(node, cc) -> ShapePlan | None:
     name = op_name(node)
     if "clone" in name:
         if node.kwargs.get("dim_order") not in (None, list(range(len(static_shape(node))))):
@@ -74,11 +100,17 @@ def analyze_reshape(node, cc) -> ShapePlan:
             raise Unsupported(f"clone to {node.kwargs['memory_format']}")
     if name == "aten.dropout.default" and arg(node, 2, "train", False):
         raise Unsupported("dropout in training mode")
+    if _is_passthrough(node):
+        input_qparams(node.args[0], node, cc)
+        return None
     return _common(node, cc)
 
 
 def lower_reshape(node, ctx):
     p = analyze_reshape(node, ctx)
+    if p is None:  # a pass-through copy: its consumer reads the same bytes
+        ctx.set_value(node, ctx.input(node.args[0]))
+        return
     v = ctx.input(node.args[0])
     if p.out_shape != p.in_shape:  # identities (clone, eval dropout) keep the layout: no transpose pair
         v = ctx.as_layout(v, CONTIG)
@@ -94,6 +126,21 @@ def analyze_permute(node, cc) -> ShapePlan:
     return p
 
 
+def _relabel_layout(v: Value, out_shape, q) -> str | None:
+    """A layout in which the permuted value has exactly `v`'s bytes, else None.
+    CONTIG first; then SWAPPED_LAST2 (rank >= 3), which turns k.transpose(-2, -1)
+    into a label: a BATCH_MATMUL reads it as its [N, K] rhs, any other consumer
+    gets the TRANSPOSE from LowerContext.as_layout when it asks for CONTIG."""
+    candidates = [CONTIG] + ([SWAPPED_LAST2] if len(out_shape) >= 3 else [])
+    for layout in candidates:
+        # physical output axis i holds logical output axis layout_perm[i], read from input axis q[...]
+        order = [q[l] for l in layout_perm(layout, len(out_shape))]
+        moved = [a for a in order if v.physical[a] != 1]
+        if moved == sorted(moved):
+            return layout
+    return None
+
+
 def lower_permute(node, ctx):
     p = analyze_permute(node, ctx)
     v = ctx.input(node.args[0])
@@ -102,9 +149,9 @@ def lower_permute(node, ctx):
     rank = len(p.in_shape)
     phys_of = {logical: i for i, logical in enumerate(layout_perm(v.layout, rank))}
     q = [phys_of[l] for l in p.perm]  # output (CONTIG) axis d reads physical input axis q[d]
-    moved = [a for a in q if v.physical[a] != 1]
-    if moved == sorted(moved):  # the bytes already are in the permuted order
-        out = Value(v.tensor, p.out_shape, "INT8", v.qparams, CONTIG, v.dims)
+    relabel = _relabel_layout(v, p.out_shape, q)
+    if relabel is not None:  # the bytes already are the output in some layout: no op
+        out = Value(v.tensor, p.out_shape, "INT8", v.qparams, relabel, v.dims)
     else:
         out = ctx.new_value(p.out_shape, v.qparams, CONTIG)
         q5 = q + [0] * (5 - rank)

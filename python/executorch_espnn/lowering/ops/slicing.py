@@ -1,4 +1,6 @@
-"""aten.slice (slice_copy in the Edge dialect), any dim and positive step -> SLICE.
+"""aten.slice (slice_copy in the Edge dialect), any dim and positive step -> SLICE;
+aten.select (select_copy: one index, the dim dropped, as qkv[0] of attention) -> SLICE
+of one element along the dim, read as the shape without it.
 
 PyTorch's start/end are normalized as PyTorch does (None, negative, past the
 end); the slice runs along the physical axis of the value's layout and the
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from ..graph import Unsupported, arg, static_shape
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
+from ..values import CONTIG, Value
 from .movement import per_axis, physical_axis
 
 
@@ -73,4 +76,39 @@ def lower(node, ctx):
     ctx.finish(node, p.out, ctx.requantize(out, p.out.qparams))
 
 
+def analyze_select(node, cc) -> SlicePlan:
+    x = node.args[0]
+    in_shape, out_shape = static_shape(x), static_shape(node)
+    rank = len(in_shape)
+    if rank < 2 or rank > cc.limits["max_rank"]:
+        raise Unsupported(f"select from a rank-{rank} tensor")
+    dim, index = arg(node, 1, "dim"), arg(node, 2, "index")
+    if not (isinstance(dim, int) and isinstance(index, int)):
+        raise Unsupported(f"select index {index} on dim {dim} is not a static integer")
+    dim %= rank
+    size = in_shape[dim]
+    if not -size <= index < size:
+        raise Unsupported(f"select index {index} out of range for size {size}")
+    in_q = input_qparams(x, node, cc)
+    out = output_spec(node, cc, fuse_activation=False)
+    return SlicePlan(in_q, out, dim, index % size, 1, out_shape)
+
+
+def lower_select(node, ctx):
+    p = analyze_select(node, ctx)
+    v = ctx.input(node.args[0])
+    if v.is_constant:
+        raise Unsupported("select from a constant")
+    keep_shape = v.shape[:p.dim] + (1,) + v.shape[p.dim + 1:]
+    axis = physical_axis(v, p.dim)
+    kept = ctx.new_value(keep_shape, v.qparams, v.layout)
+    params = dict(zip([f"begin{i}" for i in range(5)], per_axis({axis: p.start}, v.rank, 0)))
+    params.update(zip([f"step{i}" for i in range(5)], per_axis({axis: 1}, v.rank, 1)))
+    ctx.emit("SLICE", [ctx.tensor(v)], [kept.tensor], **params)
+    contig = ctx.as_layout(kept, CONTIG)  # dropping the size-1 dim is then a relabel
+    out = Value(contig.tensor, p.out_shape, "INT8", contig.qparams, CONTIG, contig.dims)
+    ctx.finish(node, p.out, ctx.requantize(out, p.out.qparams))
+
+
+register("aten.select.int", "aten.select_copy.int", analyze=analyze_select, lower=lower_select, compute=False)
 register("aten.slice.Tensor", "aten.slice_copy.Tensor", analyze=analyze, lower=lower, compute=False)
