@@ -100,6 +100,13 @@ uint32_t EnclosingLoop(const Model& m, uint32_t index) {
   return kNotInRegion;
 }
 
+bool WritesThroughStaging(const Model& m, const OpInfo& op) {
+  const uint32_t loop = EnclosingLoop(m, op.index);
+  if (loop == kNotInRegion) return false;
+  const auto p = m.op(loop).Params<BAND_LOOP_Params>();
+  return (p.flags & kBandFlagInPlace) != 0 && loop + (uint32_t)p.num_ops == op.index;
+}
+
 namespace {
 
 // Local index of model tensor t in the region, added when new.
