@@ -1,5 +1,5 @@
 // BAND_LOOP: a fused region, executed band by band (xts3_format.h,
-// espnn/band_geometry.h for the row arithmetic, docs/xts3-format.md §7).
+// espnn/band_geometry.h for the row arithmetic, docs/xts3-format.md §6 BAND_LOOP).
 //
 // Each band runs the region's ops in order, each on the rows that band needs
 // and no earlier band computed. An op runs through its ordinary eval() with
