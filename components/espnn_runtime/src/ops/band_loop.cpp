@@ -10,6 +10,11 @@
 // the result is bit-identical. Padding exists only at the true image border:
 // interior bands read real halo rows instead.
 //
+// Scratch: ComputeMemoryRequirements sizes each op's ESP-NN scratch for its
+// whole tensors; a band is the same op on fewer rows with at most the same
+// pads, and ESP-NN's scratch sizes grow with the image, so that covers every
+// band (on the host's ANSI stand-in the scratch is 0 anyway).
+//
 // Buffers: a region input is a full tensor; a BANDED tensor is a buffer of
 // `capacity` rows holding rows [lo, hi) of the tensor (row lo first); when
 // the next band needs rows [lo', hi'), rows [lo', hi) are moved to the front
@@ -19,6 +24,7 @@
 // input rows they overwrite.
 #include "ops/band_loop.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "ops/op_util.h"
@@ -385,7 +391,6 @@ Status EvalBandLoop(const OpInfo& loop, const EvalContext& ctx) {
                 (size_t)(have.hi - want.lo) * st.row_bytes[o]);
         from = have.hi;
       }
-      st.base[o] = ctx.arena + m.tensor(st.r.tensors[o]).offset;
       have = want;
       if (want.hi > from)
         ESPNN_RETURN_IF_ERROR(RunOpRows(m, ctx, st, i, {from, want.hi},
