@@ -210,12 +210,12 @@ def test_parser_rejects_banded_flag_errors():
 
 def test_parser_rejects_banded_tensors_in_version_1():
     _, blob = _fused()
-    expect_rejected(xm.patch(blob, _native.HEADER_FIELDS["version"], "H", 1), "")
+    expect_rejected(xm.patch(blob, _native.HEADER_FIELDS["version"], "H", 1), "flags 0x1 not defined in format version 1")
 
 
 @pytest.mark.parametrize("k, value, fragment", [
     (0, 0, "num_ops"), (0, 33, "num_ops"), (0, 30, "runs past the last op"), (1, 0, "band_rows"),
-    (2, 4, "unknown bits"), (2, 1, "IN_PLACE"),
+    (2, 4, "unknown bits"), (2, 1, "IN_PLACE: the output"),
 ])
 def test_parser_rejects_bad_band_loop_params(k, value, fragment):
     _, blob = _fused()
@@ -260,11 +260,13 @@ def test_parser_rejects_in_place_errors():
     # staging one row short
     expect_rejected(_tensor_field(_tensor_field(blob, staging, "dims", "I", st["shape"][0] - 1), staging,
                                   "nbytes", "I", st["nbytes"] - st["shape"][1]), "staging", "needs")
-    # the output moved off its input
+    # the output moved off its input (onto bytes of its own)
     y = s["ops"][loop + 1]["outputs"][0]
-    expect_rejected(_tensor_field(blob, y, "offset", "I", s["tensors"][y]["offset"] + 16 * 1024), "")
-    # not in place any more, but still a staging output
-    expect_rejected(_param(blob, loop, 2, 0), "")
+    moved = xm.patch(_tensor_field(blob, y, "offset", "I", s["arena_bytes"]), _native.HEADER_FIELDS["arena_size"],
+                     "I", s["arena_bytes"] + 16 * ((s["tensors"][y]["nbytes"] + 15) // 16))
+    expect_rejected(moved, "IN_PLACE: the output", "must sit on the region input")
+    # not in place any more: the depthwise would write over its own input
+    expect_rejected(_param(blob, loop, 2, 0), "input and output overlap")
 
 
 def test_parser_rejects_a_banded_tensor_read_outside_its_region():
