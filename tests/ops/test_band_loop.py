@@ -231,10 +231,10 @@ def test_parser_rejects_a_region_that_ends_inside_the_chain():
 def test_parser_rejects_a_region_over_an_op_that_cannot_run_on_bands():
     w = Xts3Writer()
     x = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
-    m = w.tensor([1, 5, 5, 4], scale=bg.S, zero_point=bg.Z)
-    y = w.tensor([1, 5, 5, 4], scale=bg.S, zero_point=bg.Z)
-    w.op("MAX_POOL2D", [x], [m], kernel_h=2, kernel_w=2, stride_h=1, stride_w=1, pad_top=0, pad_left=0,
-         act_min=-128, act_max=127)
+    m = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
+    y = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
+    w.op("MUL", [x, x], [m], input1_offset=-bg.Z, input2_offset=-bg.Z, output_offset=bg.Z, output_mult=1 << 30,
+         output_shift=-5, act_min=-128, act_max=127)  # MUL does not run on bands
     w.op("LUT", [m, w.constant(np.arange(256, dtype=np.int64).astype(np.int8))], [y])
     w.set_inputs([x])
     w.set_outputs([y])

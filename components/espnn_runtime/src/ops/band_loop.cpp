@@ -77,6 +77,14 @@ bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
       out->pad_word = ESPNN_PARAM_WORD(DEPTHWISE_CONV2D_Params, pad_top);
       return ConvWindow(p.stride_h, p.pad_top, p.dilation_h, f.dims[1], &out->window[0]);
     }
+    case Opcode::AVG_POOL2D:
+    case Opcode::MAX_POOL2D: {
+      // Windows are clipped to the image, and a band holds every image row
+      // its windows touch: the same taps as on the whole image.
+      const auto p = op.Params<AVG_POOL2D_Params>();  // MAX_POOL2D has the same fields
+      out->pad_word = ESPNN_PARAM_WORD(AVG_POOL2D_Params, pad_top);
+      return p.kernel_h >= 1 && ConvWindow(p.stride_h, p.pad_top, 1, (uint32_t)p.kernel_h, &out->window[0]);
+    }
     case Opcode::ADD: {
       // Both operands row by row: only without broadcasting.
       const TensorInfo a = m.tensor(op.inputs[0]), b = m.tensor(op.inputs[1]);
