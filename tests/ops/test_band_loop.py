@@ -284,3 +284,18 @@ def test_regions_must_not_overlap_and_must_exist():
     with pytest.raises(ValueError, match="overlap"):
         plan_arena(g, [FusedRegion(0, 2, 1), FusedRegion(1, 2, 1)])
     assert fusable_chains(g) == [(0, n)]
+
+
+def test_writer_from_blob_rewrites_a_payload_that_computes_the_same():
+    import op_corpus
+
+    for name, blob in op_corpus.op_graphs():
+        if any(o["op"] == "BAND_LOOP" for o in _native.parse(blob)["ops"]):
+            with pytest.raises(ValueError, match="already has fused regions"):
+                Xts3Writer.from_blob(blob)
+            continue
+        again = Xts3Writer.from_blob(blob).to_bytes()
+        a, b = _native.parse(blob), _native.parse(again)
+        assert [o["op"] for o in a["ops"]] == [o["op"] for o in b["ops"]], name
+        assert b["arena_bytes"] <= a["arena_bytes"], name
+        assert _same_outputs(blob, again), name
