@@ -5,6 +5,10 @@ the op order that lowers the planned arena (``op_order``). The serializer
 
 from .arena_plan import ArenaPlan, plan_arena
 from .arena_rule import ArenaGraph, Liveness, OpIO, liveness
+from .band_schedule import (BandGraph, FusedRegion, RegionLayout, fusable_chains, fuse, is_fusable,
+                            recomputed_macs, region_layout)
 from .op_order import memory_order
 
-__all__ = ["ArenaGraph", "ArenaPlan", "Liveness", "OpIO", "liveness", "memory_order", "plan_arena"]
+__all__ = ["ArenaGraph", "ArenaPlan", "BandGraph", "FusedRegion", "Liveness", "OpIO", "RegionLayout",
+           "fusable_chains", "fuse", "is_fusable", "liveness", "memory_order", "plan_arena",
+           "recomputed_macs", "region_layout"]

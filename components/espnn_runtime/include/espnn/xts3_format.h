@@ -56,13 +56,22 @@ constexpr uint32_t kNumSectionKinds = 7;
 
 // ---------------------------------------------------------------- tensors
 // Tensor record (40 bytes):
-//   0 u8 dtype  1 u8 rank  2 u8 memory  3 u8 flags (0)
+//   0 u8 dtype  1 u8 rank  2 u8 memory  3 u8 flags (kTensorFlag*; 0 in version 1)
 //   4 u32 offset (arena offset, or offset inside the CONSTANTS section)
 //   8 u32 nbytes  12 i32 zero_point  16 f32 scale  20 u32 dims[5]
 constexpr uint32_t kTensorRecordSize = 40;
 constexpr uint32_t kTenDtype = 0, kTenRank = 1, kTenMemory = 2, kTenFlags = 3,
                    kTenOffset = 4, kTenNbytes = 8, kTenZeroPoint = 12,
                    kTenScale = 16, kTenDims = 20;
+
+// Tensor flags (version >= 2; every other bit must be 0).
+// BANDED: an int8 rank-4 [1,H,W,C] arena tensor written inside a fused
+// region (BAND_LOOP) that exists only as a band buffer of `nbytes` =
+// capacity rows x W x C bytes at its arena offset (1 <= capacity <= H). The
+// parser computes the rows every band needs and checks the capacity; no op
+// outside its region may read it, and it is never a graph input or output.
+constexpr uint8_t kTensorFlagBanded = 0x01;
+constexpr uint8_t kTensorFlagsKnown = kTensorFlagBanded;
 
 #define ESPNN_XTS3_DTYPES(X) \
   /* name,  id, element bytes */ \
@@ -130,6 +139,7 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)                     \
   X(BATCH_MATMUL,    24, 2, 2, 2, 1, 1, 0x0)                     \
   X(LAYER_NORM,      25, 2, 4, 4, 1, 1, 0x8)                     \
+  X(BAND_LOOP,       26, 2, 0, 0, 0, 1, 0x0)                     \
   X(CHANNEL_LUT,     27, 2, 2, 2, 1, 1, 0x0)
 
 enum class Opcode : uint16_t {
@@ -251,6 +261,17 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // such as prelu with one slope per channel); the table is [dims[axis], 256].
 #define ESPNN_XTS3_PARAMS_CHANNEL_LUT(F) F(axis)
 
+// BAND_LOOP: the `num_ops` op records after it form a fused region, run
+// band by band: each iteration computes `band_rows` more output rows of the
+// region's last op (fewer in the last band), and every op in the region
+// computes only the rows that band needs and no earlier band computed (its
+// BANDED output keeps the rows later bands still read). `flags`
+// (kBandFlag*): IN_PLACE = the region's output occupies exactly the bytes of
+// its input (input 0 of the region's first op, same shape) and each output
+// row is staged in the BAND_LOOP's one output tensor (int8 [rows, W*C])
+// until no later band reads that input row. docs/xts3-format.md section 6, BAND_LOOP.
+#define ESPNN_XTS3_PARAMS_BAND_LOOP(F) F(num_ops) F(band_rows) F(flags)
+
 // One C struct per opcode with the fields above, in order, all int32_t.
 // The parser fills them from the PARAMS section (see LoadParams in model.h).
 #define ESPNN_PARAM_FIELD(name) int32_t name;
@@ -269,6 +290,10 @@ ESPNN_XTS3_OPS(ESPNN_X)
 ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
 #undef ESPNN_PARAM_COUNT
+
+// BAND_LOOP flags (every other bit must be 0).
+constexpr int32_t kBandFlagInPlace = 0x1;
+constexpr int32_t kBandFlagsKnown = kBandFlagInPlace;
 
 // ---------------------------------------------------------------- limits
 constexpr uint32_t kMaxRank = 5;
@@ -318,6 +343,12 @@ constexpr uint32_t kNormBetaFracBits = 16;
 // gamma_shift range: G = gamma_mult * 2^(gamma_shift - 31).
 constexpr int32_t kNormMinGammaShift = -24;
 constexpr int32_t kNormMaxGammaShift = 30;
+
+// Fused regions: at most this many ops, and this many distinct arena
+// tensors read or written by them (the runtime keeps per-band state for each
+// on the stack, so both bounds are small and fixed).
+constexpr uint32_t kMaxRegionOps = 32;
+constexpr uint32_t kMaxRegionTensors = 64;
 
 }  // namespace xts3
 }  // namespace espnn

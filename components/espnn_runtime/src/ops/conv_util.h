@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "ops/band_loop.h"
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
 
@@ -151,10 +152,20 @@ inline ConvShape ReadConvShape(const Model& m, const OpInfo& op) {
           out.dims[3], f.dims[0],  f.dims[1],  f.dims[2],  f.dims[3]};
 }
 
+// The same, as the op sees it at run time (a band in a fused region has
+// fewer rows: EvalContext::tensor).
+inline ConvShape ReadConvShape(const EvalContext& ctx, const OpInfo& op) {
+  const TensorInfo in = ctx.tensor(op.inputs[kInput]), f = ctx.tensor(op.inputs[kFilter]),
+                   out = ctx.tensor(op.outputs[0]);
+  return {in.dims[0],  in.dims[1], in.dims[2], in.dims[3], out.dims[1], out.dims[2],
+          out.dims[3], f.dims[0],  f.dims[1],  f.dims[2],  f.dims[3]};
+}
+
 // Tensors of all three ops: int8 NHWC input and output of the same batch,
 // and an int8 rank-4 constant filter with symmetric quantization (ESP-NN has
 // no filter offset). The ops read their input while writing their output,
-// so the two must not share arena bytes.
+// so the two must not share arena bytes (except the last op of an IN_PLACE
+// fused region, which writes through its staging buffer).
 inline Status CheckConvTensors(const Model& m, const OpInfo& op) {
   const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
                    out = ops::OutputTensor(m, op, 0);
@@ -166,7 +177,7 @@ inline Status CheckConvTensors(const Model& m, const OpInfo& op) {
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", xts3::DType::INT8, 4));
   if (in.memory == xts3::Memory::ARENA) {
     const uint64_t a0 = in.offset, a1 = a0 + in.nbytes, b0 = out.offset, b1 = b0 + out.nbytes;
-    if (a0 < b1 && b0 < a1)
+    if (a0 < b1 && b0 < a1 && !band::WritesThroughStaging(m, op))
       return ops::Fail("input and output overlap in the arena (the op cannot run in place)");
   }
   if (out.dims[0] != in.dims[0])

@@ -38,6 +38,7 @@ namespace {
   X(REQUANTIZE, kRequantizeKernel)                      \
   X(BATCH_MATMUL, kBatchMatmulKernel)                   \
   X(LAYER_NORM, kLayerNormKernel)                       \
+  X(BAND_LOOP, kBandLoopKernel)                         \
   X(CHANNEL_LUT, kChannelLutKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
