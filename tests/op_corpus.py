@@ -121,7 +121,8 @@ def _attention_matmuls() -> bytes:
 def _norms() -> bytes:
     """LAYER_NORM (format version 2, so kept out of the version-1 graph above):
     a layer norm with gamma and beta over a rank-3 tensor, then an RMS norm
-    with one gamma, as in a transformer block."""
+    with one gamma, as in a transformer block; and a layer norm over 3000-wide
+    rows with eps = 0 (large integer variance, the 64-bit paths)."""
     rng = np.random.default_rng(18)
     w = Xts3Writer()
     x = w.tensor([2, 5, 24], scale=S, zero_point=Z)
@@ -133,8 +134,34 @@ def _norms() -> bytes:
     z = w.tensor([2, 5, 24], scale=0.02, zero_point=0)
     w.op("LAYER_NORM", [y, w.constant(rms["gamma_mult"]), w.constant(rms["gamma_shift"]), None], [z],
          act_min=-128, act_max=127, **rms["params"])
+    wide = w.tensor([2, 3000], scale=0.5, zero_point=-128)
+    wide_ln = qp.layer_norm_params(0.5, 1 / 32, 0.0, 3000)  # one gamma, no beta: a small blob
+    wide_out = w.tensor([2, 3000], scale=1 / 32, zero_point=0)
+    w.op("LAYER_NORM", [wide, w.constant(wide_ln["gamma_mult"]), w.constant(wide_ln["gamma_shift"]), None],
+         [wide_out], act_min=-128, act_max=127, **wide_ln["params"])
+    w.set_inputs([x, wide])
+    w.set_outputs([z, wide_out])
+    return w.to_bytes()
+
+
+def _random_norm(seed: int, shape: tuple[int, ...], rms: bool, affine: int) -> bytes:
+    """One LAYER_NORM with random quantization, eps and gamma/beta (affine: 0 none,
+    1 gamma, 2 gamma and beta), so that the 32-bit, sanitizer and Xtensa runs
+    compare its arithmetic over several widths with the 64-bit build."""
+    rng = np.random.default_rng(seed)
+    width = shape[-1]
+    s_in, s_out = float(10 ** rng.uniform(-3, 0)), float(10 ** rng.uniform(-2.5, -0.5))
+    zp_in, zp_out = (int(v) for v in rng.integers(-128, 128, 2))
+    gamma = rng.normal(1.0, 0.5, width) if affine else None
+    beta = rng.normal(0.0, 0.5, width) if affine == 2 else None
+    p = qp.layer_norm_params(s_in, s_out, float(rng.choice([1e-5, 1e-3, 0.1])), width, gamma, beta, rms)
+    w = Xts3Writer()
+    x, y = w.tensor(list(shape), scale=s_in, zero_point=zp_in), w.tensor(list(shape), scale=s_out, zero_point=zp_out)
+    b = w.constant(p["beta"]) if p["beta"] is not None else None
+    w.op("LAYER_NORM", [x, w.constant(p["gamma_mult"]), w.constant(p["gamma_shift"]), b], [y],
+         act_min=-128, act_max=127, **p["params"])
     w.set_inputs([x])
-    w.set_outputs([z])
+    w.set_outputs([y])
     return w.to_bytes()
 
 
@@ -143,6 +170,9 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "every_other_op", _everything_else()
     yield "attention_matmuls", _attention_matmuls()
     yield "norms", _norms()
+    for i, (shape, rms, affine) in enumerate([((3, 1), False, 2), ((2, 2, 7), True, 1), ((4, 64), False, 0),
+                                              ((1, 2, 1, 257), False, 2), ((5, 33), True, 0)]):
+        yield f"norm_random{i}", _random_norm(100 + i, shape, rms, affine)
 
 
 def opcodes_used() -> set[str]:

@@ -160,6 +160,9 @@ def layer_norm_params(s_in: float, s_out: float, eps: float, width: int, gamma=N
     min_shift, max_shift = _native.NORM_GAMMA_SHIFT_RANGE
     if rms and beta is not None:
         raise ValueError("RMS norm has no beta")
+    for what, v in (("eps", eps), ("weight", gamma), ("bias", beta)):
+        if v is not None and not np.all(np.isfinite(np.asarray(v, np.float64))):
+            raise ValueError(f"{what} is not finite")
     # eps in the units of the integer variance N*S2 - S1^2 (input scale^2 / N^2), Q14.
     s_in, s_out = f32(s_in), f32(s_out)
     eps_term = round(float(eps) * width * width * (1 << eps_bits) / (s_in * s_in))

@@ -99,18 +99,30 @@ def test_transformer_mlp_block_runs_in_one_partition(quantize):
     assert ops.count("LAYER_NORM") == 2 and ops.count("FULLY_CONNECTED") == 2
 
 
-def test_normalising_more_than_the_last_dim_stays_on_the_cpu_with_a_reason(quantize):
+def test_normalising_more_than_the_last_dim_stays_float_on_the_cpu(quantize):
+    """The quantizer leaves such a norm float (no observers around it), and it runs
+    on the CPU, decomposed for the portable kernels."""
     from executorch_espnn import to_espnn_edge
 
     model = Norm(torch.nn.LayerNorm((4, 8))).eval()
     x = (torch.randn(2, 4, 8),)
-    ep = torch.export.export(quantize(model, x), x)
-    with pytest.raises(RuntimeError) as e:
-        to_espnn_edge(ep, allow_cpu_fallback=False)
-    assert "normalisation over [4, 8] of a [2, 4, 8] tensor (only the last dim)" in str(e.value)
-    # With fallback allowed it runs on the CPU (decomposed for the portable kernels).
-    edge = to_espnn_edge(torch.export.export(quantize(model, x), x))
+    converted = quantize(model, x)
+    (ln,) = [n for n in converted.graph.nodes if n.target == torch.ops.aten.layer_norm.default]
+    assert "dequantize" not in str(ln.args[0].target)
+    edge = to_espnn_edge(torch.export.export(converted, x))
     assert not delegate_nodes(edge)
+
+
+def test_lowering_names_a_norm_over_more_than_the_last_dim():
+    """Should such a norm reach the partitioner quantized (another quantizer), the
+    reason says what LAYER_NORM lacks."""
+    from executorch_espnn.lowering.graph import Unsupported
+    from executorch_espnn.lowering.ops import norm
+
+    ep = torch.export.export(Norm(torch.nn.LayerNorm((4, 8))).eval(), (torch.randn(2, 4, 8),))
+    (ln,) = [n for n in ep.graph.nodes if n.target == torch.ops.aten.layer_norm.default]
+    with pytest.raises(Unsupported, match=r"normalisation over \[4, 8\] of a \[2, 4, 8\] tensor \(only the last"):
+        norm.analyze(ln, None)
 
 
 def test_quantizer_annotates_the_norms_and_keeps_gamma_beta_float(quantize):

@@ -225,6 +225,10 @@ def test_params_reject_what_the_kernel_cannot_represent():
         qp.layer_norm_params(0.1, 1e-6, 1e-5, 4, np.ones(4) * 1e-7, np.ones(4) * 1e6)
     with pytest.raises(ValueError, match="RMS"):
         qp.layer_norm_params(0.1, 0.1, 1e-5, 4, None, np.ones(4), rms=True)
+    for kw in (dict(eps=float("nan")), dict(gamma=[1, np.inf, 1, 1]), dict(beta=[0, 0, np.nan, 0])):
+        args = dict(eps=1e-5, gamma=None, beta=None) | kw
+        with pytest.raises(ValueError, match="not finite"):
+            qp.layer_norm_params(0.1, 0.1, args["eps"], 4, args["gamma"], args["beta"])
 
 
 def test_format_version_two():

@@ -237,6 +237,8 @@ RULES: dict[str, Callable[[dict, dict], S3Path]] = {
     "MEAN_HW": _scalar("esp_nn_mean_nhwc_s8 (C)", "§5.1 mean: pure C (int16/int32 accumulation), no SIMD"),
     "HARD_SWISH": _scalar("esp_nn_hard_swish_s8 (LUT C)", "§5.1 hard_swish: per-call LUT built with ANSI"),
     "TRANSPOSE_CONV2D": _scalar("interpreter transposed conv", "§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it"),
+    "LAYER_NORM": _scalar("interpreter layer norm", "§1.4: ESP-NN has no normalisation function; the interpreter computes it "
+                          "in integer C (two passes per row)"),
 }
 
 

@@ -11,9 +11,9 @@
 * mean over H and W of an NCHW tensor, a mean over one run of adjacent dims (a
   transformer's token mean) and adaptive_avg_pool2d to 1×1 (MEAN_HW): own input and
   output observers;
-* layer_norm and rms_norm (LAYER_NORM): own input and output observers; the
-  weight and bias arguments stay float (the lowering folds them into the kernel's
-  integer constants).
+* layer_norm and rms_norm over the last dim (LAYER_NORM): own input and output
+  observers; the weight and bias arguments stay float (the lowering folds them
+  into the kernel's integer constants). A norm over more dims stays float.
 """
 
 from __future__ import annotations
@@ -95,12 +95,19 @@ def annotate_global_average(gm: GraphModule, resolve: ConfigResolver) -> None:
         annotate(node, {node.args[0]: config.activation}, output=config.activation)
 
 
+def normalizes_last_dim(node: Node) -> bool:
+    """layer_norm / rms_norm whose normalized_shape is the last dim alone (what LAYER_NORM computes)."""
+    shape = node.args[1] if len(node.args) > 1 else node.kwargs.get("normalized_shape")
+    dims = node.args[0].meta["val"].shape
+    return shape is not None and len(shape) == 1 and len(dims) >= 1 and shape[0] == dims[-1]
+
+
 def annotate_norm(gm: GraphModule, resolve: ConfigResolver) -> None:
     for node in gm.graph.nodes:
         if not is_call(node, ops.NORM) or is_annotated(node):
             continue
         x = node.args[0]
-        if not (is_float_tensor(node) and is_float_tensor(x)):
+        if not (is_float_tensor(node) and is_float_tensor(x) and normalizes_last_dim(node)):
             continue
         config = resolve(node)
         if config is None:
