@@ -74,7 +74,7 @@ def data_dependent():
 
 
 def vit_one_block():
-    """The zoo's small ViT, reduced: layer norm and the attention matmuls stay on the CPU."""
+    """The zoo's small ViT, reduced (one block): fully delegated since LAYER_NORM and BATCH_MATMUL."""
     from executorch_espnn.models import small_vit
 
     return small_vit(image_size=16, patch_size=4, dim=32, depth=1, heads=2)
