@@ -61,7 +61,17 @@ inline void CheckAcceptedModel(const espnn::Model& m, size_t size) {
       n *= t.dims[d];
       FUZZ_CHECK(n <= xts3::kMaxTensorBytes);
     }
-    FUZZ_CHECK((uint64_t)t.nbytes == n * DTypeSize(t.dtype) && t.num_elements() == n);
+    FUZZ_CHECK(t.num_elements() == n);
+    FUZZ_CHECK((t.flags & ~xts3::kTensorFlagsKnown) == 0);
+    if (t.flags & xts3::kTensorFlagBanded) {
+      // A band buffer: whole rows of an int8 [1, H, W, C] arena tensor, 1..H of them.
+      FUZZ_CHECK(t.dtype == xts3::DType::INT8 && t.rank == 4 && t.dims[0] == 1);
+      FUZZ_CHECK(t.memory == xts3::Memory::ARENA);
+      const uint64_t row = (uint64_t)t.dims[2] * t.dims[3];
+      FUZZ_CHECK(t.nbytes >= row && t.nbytes <= n && t.nbytes % row == 0);
+    } else {
+      FUZZ_CHECK((uint64_t)t.nbytes == n * DTypeSize(t.dtype));
+    }
     if (t.memory == xts3::Memory::ARENA) {
       FUZZ_CHECK(t.offset % xts3::kArenaAlignment == 0);
       FUZZ_CHECK((uint64_t)t.offset + t.nbytes <= m.arena_size());
