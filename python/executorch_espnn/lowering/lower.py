@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..compile_spec import CompileOptions
 from ..memory import memory_order
+from ..memory.schedule_search import Schedule, choose_schedule
 from .context import LowerContext
 from .graph import Subgraph, Unsupported, op_name
 from .registry import lookup
@@ -36,6 +37,7 @@ class LoweredProgram:
     num_ops: int
     num_inputs: int
     num_outputs: int
+    schedule: Schedule | None = None  # layer-by-layer or fused, as chosen (memory.schedule_search)
 
 
 def build(sub: Subgraph, options: CompileOptions | None = None) -> LowerContext:
@@ -85,13 +87,19 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     order = memory_order(ctx.writer.arena_graph())
     ctx.writer.reorder_ops(order)
     ctx.op_nodes = [ctx.op_nodes[i] for i in order]
+    # Layer by layer or fused band by band (compile specs "schedule" and
+    # "arena_budget"). A budget no schedule meets raises ScheduleError, which
+    # is not a LoweringError: the partitioner must not quietly move the ops
+    # to the CPU instead of telling the user the smallest arena reachable.
+    schedule = choose_schedule(ctx.writer.arena_graph(), budget=ctx.options.arena_budget,
+                               mode=ctx.options.schedule)
     try:
-        blob = ctx.writer.to_bytes()
+        blob = ctx.writer.to_bytes(ctx.writer.plan(schedule.regions))
     except ValueError as e:
         raise LoweringError(f"serialization failed: {e}") from None
     validate(blob, ctx.op_nodes)
     return LoweredProgram(blob, list(ctx.op_nodes), ctx.num_tensors, len(ctx.op_nodes), len(sub.inputs),
-                          len(sub.outputs))
+                          len(sub.outputs), schedule)
 
 
 _OP_RE = re.compile(r"\bop (\d+)\b")

@@ -138,8 +138,11 @@ class Xts3Writer:
     def _pinned_offsets(self) -> dict[int, int]:
         return {i: t.offset for i, t in enumerate(self._tensors) if t.memory == "ARENA" and t.offset is not None}
 
-    def plan(self) -> ArenaPlan:
-        """The memory planner's arena plan for the ops in their current order."""
+    def plan(self, regions=()) -> ArenaPlan:
+        """The memory planner's arena plan for the ops in their current
+        order, with the fused ``regions`` (memory.schedule_search) if any."""
+        if regions:
+            return plan_arena(self.arena_graph(), self._pinned_offsets(), regions=tuple(regions))
         return plan_arena(self.arena_graph(), self._pinned_offsets())
 
     def reorder_ops(self, order: Sequence[int]) -> None:
@@ -155,10 +158,10 @@ class Xts3Writer:
         a graph without newer features stays readable by older runtimes."""
         return max([fmt.MIN_FORMAT_VERSION] + [fmt.OPCODES[op.name]["min_version"] for op in self._ops])
 
-    def to_bytes(self) -> bytes:
-        """The blob, with the memory planner's arena offsets for the ops in
-        their current order (``plan()``)."""
-        plan = self.plan()
+    def to_bytes(self, plan: ArenaPlan | None = None) -> bytes:
+        """The blob, with the arena offsets of ``plan`` (default: the memory
+        planner's layer-by-layer plan for the ops in their current order)."""
+        plan = plan if plan is not None else self.plan()
         offsets, arena_size = plan.offsets, plan.arena_size
 
         constants = bytearray()

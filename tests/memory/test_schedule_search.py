@@ -1,0 +1,207 @@
+"""memory.schedule_search on synthetic costs: the decomposed search finds
+what an exhaustive search over the same choices finds (smallest peak, then
+least recomputation; or least recomputation under a budget), and the modes
+and the budget error behave as documented.
+
+The synthetic graph is a chain of ops with given layer-by-layer live bytes
+per step; a region (first, n, rows, in_place) replaces the bytes of its steps
+by its input + output (input only, in place) + rows x the row bytes of its
+intermediates, and recomputes halo MACs that fall as the band grows. These
+are not the runtime's figures (tests/memory/test_band_plans.py checks those
+on real graphs); they exercise the search's logic only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pytest
+
+from executorch_espnn.memory.schedule_search import (BAND_HEIGHTS, SCHEDULE_MODES, ScheduleError,
+                                                     choose_schedule)
+
+
+@dataclass(frozen=True)
+class Region:
+    first_op: int
+    num_ops: int
+    band_rows: int
+    in_place: bool = False
+
+
+class Synthetic:
+    """``live[i]``: bytes live at step i layer by layer; ``io[i]``: bytes of
+    op i's input and output tensors (in, out); ``row[i]``: bytes of one row of
+    op i's output; ``halo[i]``: MACs op i recomputes per band when it is not
+    the region's first op; ``chains``: maximal fusable runs."""
+
+    def __init__(self, live, io, row, halo, chains, rows=64, outside=0):
+        self.live, self.io, self.row, self.halo, self._chains = live, io, row, halo, chains
+        self.rows, self.outside = rows, outside
+        self.peak_calls = 0
+
+    def chains(self):
+        return self._chains
+
+    def _check(self, r):
+        if not any(a <= r.first_op and r.first_op + r.num_ops <= a + n for a, n in self._chains):
+            raise ValueError("region outside a fusable chain")
+        if r.in_place and not self.may_be_in_place(r.first_op, r.num_ops):
+            raise ValueError("in place needs equal input and output")
+
+    def _steps(self, regions):
+        steps = list(self.live)
+        covered = set()
+        for r in regions:
+            self._check(r)
+            span = range(r.first_op, r.first_op + r.num_ops)
+            if covered & set(span):
+                raise ValueError("regions overlap")
+            covered |= set(span)
+            inp, out = self.io[r.first_op][0], self.io[r.first_op + r.num_ops - 1][1]
+            band = sum(self.row[i] * min(self.rows, r.band_rows + 2) for i in span[:-1])
+            staging = self.row[span[-1]] * r.band_rows if r.in_place else 0
+            for i in span:
+                steps[i] = (inp if r.in_place else inp + out) + band + staging
+        return steps
+
+    def peak(self, regions):
+        self.peak_calls += 1
+        return max([self.outside] + self._steps(regions))
+
+    def recomputed(self, regions):
+        total = 0
+        for r in regions:
+            self._check(r)
+            bands = -(-self.rows // r.band_rows)
+            total += sum(self.halo[i] * (bands - 1) for i in range(r.first_op, r.first_op + r.num_ops - 1))
+        return total
+
+    def total_macs(self):
+        return 1_000_000
+
+    def layer_bound(self):
+        return max(self.live)
+
+    def region(self, first_op, num_ops, band_rows, in_place):
+        return Region(first_op, num_ops, band_rows, in_place)
+
+    def may_be_in_place(self, first_op, num_ops):
+        return self.io[first_op][0] == self.io[first_op + num_ops - 1][1]
+
+
+def two_blocks():
+    """Ops 0-2 and 4-6 are fusable (an expand/depthwise/project-like run with
+    a large middle); op 3 sits between them."""
+    live = [3000, 9000, 5000, 1500, 2000, 6000, 2500]
+    io = [(1000, 4000), (4000, 4000), (4000, 500), (500, 1000), (1000, 3000), (3000, 3000), (3000, 1000)]
+    row = [64, 64, 8, 16, 48, 48, 16]
+    halo = [500, 300, 0, 0, 400, 200, 0]
+    return Synthetic(live, io, row, halo, chains=[(0, 3), (4, 3)])
+
+
+def exhaustive(costs, *, budget=None):
+    """Every combination of at most one region per chain (any sub-run, band
+    height, in place): (peak, recompute, regions) of the best by the rule."""
+    per_chain = []
+    for first, n in costs.chains():
+        options = [None]
+        for a in range(first, first + n):
+            for length in range(1, first + n - a + 1):
+                for rows in BAND_HEIGHTS:
+                    for ip in (False, True):
+                        options.append(Region(a, length, rows, ip))
+        per_chain.append(options)
+    best = None
+    for combo in itertools.product(*per_chain):
+        regions = tuple(r for r in combo if r is not None)
+        try:
+            peak, cost = costs.peak(regions), costs.recomputed(regions)
+        except ValueError:
+            continue
+        if budget is not None and peak > budget:
+            continue
+        key = (cost, peak) if budget is not None else (peak, cost)
+        if best is None or key < best[0]:
+            best = (key, regions)
+    return best
+
+
+def test_auto_reaches_the_exhaustive_smallest_peak_with_its_least_recomputation():
+    costs = two_blocks()
+    s = choose_schedule(None, costs=costs)
+    (peak, cost), _ = exhaustive(costs)
+    assert (s.peak, s.recomputed_macs) == (peak, cost)
+    assert s.peak < s.layer_peak == 9000
+    assert s.regions and s.mode == "auto"
+
+
+@pytest.mark.parametrize("budget", [3000, 4000, 5000, 6000, 8000])
+def test_budget_gets_the_exhaustive_least_recomputation_that_fits(budget):
+    costs = two_blocks()
+    s = choose_schedule(None, budget=budget, costs=costs)
+    (cost, _), _ = exhaustive(costs, budget=budget)
+    assert s.peak <= budget
+    assert s.recomputed_macs == cost
+
+
+def test_budget_the_layer_schedule_meets_needs_no_regions():
+    s = choose_schedule(None, budget=9000, costs=two_blocks())
+    assert s.regions == () and s.peak == 9000 and s.recompute_pct == 0.0
+
+
+def test_too_small_a_budget_names_the_smallest_peak():
+    costs = two_blocks()
+    smallest = exhaustive(costs)[0][0]
+    with pytest.raises(ScheduleError) as e:
+        choose_schedule(None, budget=smallest - 1, costs=costs)
+    assert e.value.smallest_peak == smallest and e.value.budget == smallest - 1
+    assert f"{smallest:,} B" in str(e.value)
+    assert choose_schedule(None, budget=smallest, costs=costs).peak == smallest
+
+
+def test_layer_mode_has_no_regions_and_refuses_a_budget_it_misses():
+    s = choose_schedule(None, mode="layer", costs=two_blocks())
+    assert s.regions == () and s.peak == s.layer_peak == 9000
+    assert "layer-by-layer" in s.description
+    with pytest.raises(ScheduleError, match="layer by layer.* 9,000 B"):
+        choose_schedule(None, mode="layer", budget=8999, costs=two_blocks())
+
+
+def test_auto_stays_layer_by_layer_where_fusion_does_not_lower_the_peak():
+    costs = two_blocks()
+    costs.outside = 9000  # e.g. the graph input and output, outside every chain
+    s = choose_schedule(None, costs=costs)
+    assert s.regions == () and s.peak == 9000
+
+
+def test_auto_fuses_only_the_chain_that_sets_the_peak():
+    costs = two_blocks()
+    costs.live[4:7] = [500, 500, 500]  # the second chain is small everywhere: fusing it cannot help
+    s = choose_schedule(None, costs=costs)
+    assert s.regions and all(r.first_op + r.num_ops <= 3 for r in s.regions)
+
+
+def test_fused_mode_fuses_every_chain_whole_without_raising_the_peak():
+    costs = two_blocks()
+    auto, fused = choose_schedule(None, costs=costs), choose_schedule(None, mode="fused", costs=costs)
+    assert sorted((r.first_op, r.num_ops) for r in fused.regions) == [(0, 3), (4, 3)]
+    assert fused.peak <= auto.peak
+
+
+def test_in_place_region_when_input_and_output_are_the_same_size():
+    # DS-CNN-like: 8,000 B maps, depthwise + pointwise in place over the input.
+    live = [16000, 16000]
+    io = [(8000, 8000), (8000, 8000)]
+    costs = Synthetic(live, io, row=[320, 320], halo=[100, 0], chains=[(0, 2)], rows=25)
+    s = choose_schedule(None, costs=costs)
+    assert s.peak < 9600 and any(r.in_place for r in s.regions)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="schedule 'fast'"):
+        choose_schedule(None, mode="fast", costs=two_blocks())
+    with pytest.raises(ValueError, match="positive"):
+        choose_schedule(None, budget=0, costs=two_blocks())
+    assert SCHEDULE_MODES == ("auto", "layer", "fused")
