@@ -82,10 +82,17 @@ class Schedule:
         """One line: what runs how, and what it costs."""
         if not self.regions:
             return f"layer-by-layer, peak {self.peak:,} B"
-        spans = ", ".join(f"ops {r.first_op}-{r.first_op + r.num_ops - 1} x{r.band_rows} row(s)"
-                          + (" in place" if r.in_place else "") for r in self.regions)
-        return (f"fused {len(self.regions)} region(s) [{spans}], peak {self.peak:,} B "
-                f"(layer-by-layer {self.layer_peak:,} B), recompute {self.recompute_pct:.2f}% of MACs")
+        return (f"{regions_text(self.regions)}, peak {self.peak:,} B (layer-by-layer {self.layer_peak:,} B), "
+                f"recompute {self.recompute_pct:.2f}% of MACs")
+
+
+def regions_text(regions) -> str:
+    """``fused 2 region(s) [ops 0-4 x8 rows, ops 5-7 x4 rows in place]`` or ``layer-by-layer``."""
+    if not regions:
+        return "layer-by-layer"
+    spans = ", ".join(f"ops {r.first_op}-{r.first_op + r.num_ops - 1} x{r.band_rows} row{'s' * (r.band_rows > 1)}"
+                      + (" in place" if r.in_place else "") for r in regions)
+    return f"fused {len(regions)} region(s) [{spans}]"
 
 
 class BandCosts(Protocol):
@@ -185,10 +192,9 @@ def _check_budget(s: Schedule, budget: int | None, smallest: int | None = None) 
     if budget is None or s.peak <= budget:
         return s
     smallest = s.peak if smallest is None else smallest
-    how = ("layer by layer (schedule 'layer'; fused execution may reach less)" if s.mode == "layer"
-           else "with fused execution")
+    how = " layer by layer (schedule 'layer'; fused execution may reach less)" if s.mode == "layer" else ""
     raise ScheduleError(f"no schedule fits the arena budget of {budget:,} B: the smallest peak arena this "
-                        f"partition reaches {how} is {smallest:,} B", budget=budget, smallest_peak=smallest)
+                        f"partition reaches{how} is {smallest:,} B", budget=budget, smallest_peak=smallest)
 
 
 def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) -> Schedule:
@@ -279,3 +285,30 @@ def _cheapest_fit(costs: BandCosts, chain, others: tuple, target: int, *, force:
         except ValueError:
             continue
     return fallback
+
+
+def payload_schedule(summary: dict) -> dict:
+    """What a payload's schedule is and costs, from the native parser's
+    summary (``_native.parse``): the report's per-partition figures
+    (docs/report-schema.json, payload): ``arena_layer_bound`` (least arena
+    of any layer-by-layer plan of this op order), ``recomputed_macs`` and
+    ``recompute_percent`` (halo MACs of the fused regions), ``schedule``
+    (one line) and ``fused_regions``."""
+    graph, regions = _graph_and_regions(summary)
+    bound = liveness(graph).lower_bound()
+    recomputed = total = 0
+    if regions:
+        from .band_schedule import recomputed_macs
+
+        recomputed, total = recomputed_macs(graph, regions)
+    return {"arena_layer_bound": bound, "recomputed_macs": recomputed,
+            "recompute_percent": round(100.0 * recomputed / total, 4) if total else 0.0,
+            "schedule": regions_text(regions),
+            "fused_regions": [{"first_op": r.first_op, "num_ops": r.num_ops, "band_rows": r.band_rows,
+                               "in_place": bool(r.in_place)} for r in regions]}
+
+
+def _graph_and_regions(summary: dict) -> tuple[ArenaGraph, tuple]:
+    """The payload's graph with every tensor whole (layer by layer) and its
+    fused regions."""
+    return ArenaGraph.from_summary(summary), ()  # TRANSITIONAL: regions read once i14-runtime's encoding lands
