@@ -426,7 +426,8 @@ def test_scale_must_be_finite_and_non_negative(scale):
     ("dtype", len(fmt.DTYPES) + 1, r"unknown dtype 4"),
     ("memory", 0, r"unknown memory kind 0"),
     ("memory", 3, r"unknown memory kind 3"),
-    ("flags", 1, r"flags must be 0"),
+    ("flags", 1, r"flags 0x1 not defined in format version 1"),
+    ("flags", 0x80, r"flags 0x80 not defined in format version 1"),
 ])
 def test_tensor_enums(field, value, pattern):
     assert_rejected(patch_tensor(chain().blob, 0, field, value), rf"^tensor 0: {pattern}$")

@@ -237,7 +237,8 @@ def tensor_mutations(v: ValidBlob) -> Iterator[Mutation]:
                     "dtype": rf"tensor {i}: unknown dtype {value}",
                     "rank": rf"tensor {i}: rank {value} is not in 1\.\.",
                     "memory": rf"tensor {i}: unknown memory kind {value}",
-                    "flags": rf"tensor {i}: flags must be 0",
+                    "flags": (rf"tensor {i}: (flags 0x[0-9a-f]+ not defined in format version \d+|"
+                              r"a BANDED tensor must be|BANDED nbytes)"),
                     "offset": (rf"tensor {i}: arena (offset {value} is not 16-byte aligned|bytes \[{value},)"
                                if memory == "ARENA" else
                                rf"tensor {i}: ({dtype} constant at offset {value} is not \d-byte aligned"

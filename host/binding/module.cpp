@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "constant_dict.h"
+#include "espnn/band_geometry.h"
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
 #include "espnn/pte_check.h"
@@ -69,6 +70,7 @@ py::dict TensorDict(const TensorInfo& t, uint32_t index) {
   d["nbytes"] = t.nbytes;
   d["scale"] = t.scale;
   d["zero_point"] = t.zero_point;
+  d["flags"] = t.flags;
   return d;
 }
 
@@ -157,6 +159,24 @@ class Program {
     return d;
   }
 
+  // Per op: how it reads rows if it can run in a fused region (ops/band_loop.cpp
+  // DescribeOp), as [(input slot, stride, pad, extent), ...], else None.
+  py::list BandSupport() const {
+    py::list out;
+    for (uint32_t i = 0; i < model_.num_ops(); ++i) {
+      band::OpBandSupport s;
+      if (!band::DescribeOp(model_, model_.op(i), &s)) {
+        out.append(py::none());
+        continue;
+      }
+      py::list ins;
+      for (uint32_t j = 0; j < s.num_inputs; ++j)
+        ins.append(py::make_tuple(s.slot[j], s.window[j].stride, s.window[j].pad, s.window[j].extent));
+      out.append(ins);
+    }
+    return out;
+  }
+
   py::list Run(const std::vector<py::array>& inputs) {
     if (inputs.size() != interp_.num_inputs())
       throw py::value_error("expected " + std::to_string(interp_.num_inputs()) +
@@ -238,7 +258,10 @@ void BindFormatConstants(py::module_& m) {
       {"max_op_inputs", kMaxOpInputs}, {"max_op_outputs", kMaxOpOutputs}, {"max_dim", kMaxDim},
       {"max_kernel_dim", kMaxKernelDim}, {"max_tensor_bytes", kMaxTensorBytes},
       {"max_arena_bytes", kMaxArenaBytes}, {"max_blob_bytes", kMaxBlobBytes},
-      {"max_softmax_width", kMaxSoftmaxWidth}});
+      {"max_softmax_width", kMaxSoftmaxWidth}, {"max_region_ops", kMaxRegionOps},
+      {"max_region_tensors", kMaxRegionTensors}});
+  m.attr("TENSOR_FLAGS") = ConstantDict({{"BANDED", kTensorFlagBanded}});
+  m.attr("BAND_FLAGS") = ConstantDict({{"IN_PLACE", (uint32_t)kBandFlagInPlace}});
 
   // The header's X-macro tables.
   py::dict sections, dtypes, memory, opcodes;
@@ -282,9 +305,59 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("arena_bytes", &Program::arena_bytes)
       .def_property_readonly("scratch_bytes", &Program::scratch_bytes)
       .def("summary", &Program::Summary)
+      .def("band_support", &Program::BandSupport,
+           "Per op: [(input slot, stride, pad, extent), ...] of the rows it reads if it can run in a "
+           "fused region (BAND_LOOP), else None.")
       .def("run", &Program::Run, py::arg("inputs"),
            "Runs the graph on numpy arrays (dtype and shape must match the graph inputs).");
 
+  // The row arithmetic of fused regions (espnn/band_geometry.h PlanRegion),
+  // for the Python planner: it describes a candidate region on local tensor
+  // indices and gets back what the parser will demand of it.
+  m.def(
+      "plan_band_region",
+      [](const std::vector<std::pair<uint32_t, std::vector<std::tuple<uint32_t, int32_t, int32_t, int32_t>>>>& ops,
+         const std::vector<uint32_t>& heights, uint32_t band_rows, int64_t in_place_input) {
+        band::RegionDesc d;
+        if (ops.empty() || ops.size() > kMaxRegionOps) throw py::value_error("1..kMaxRegionOps ops");
+        if (heights.size() > kMaxRegionTensors) throw py::value_error("too many tensors");
+        if (band_rows < 1) throw py::value_error("band_rows must be >= 1");
+        d.num_ops = (uint32_t)ops.size();
+        d.num_tensors = (uint32_t)heights.size();
+        for (uint32_t t = 0; t < d.num_tensors; ++t) {
+          if (heights[t] < 1 || heights[t] > kMaxDim) throw py::value_error("height out of range");
+          d.height[t] = heights[t];
+        }
+        for (uint32_t i = 0; i < d.num_ops; ++i) {
+          const auto& [out, ins] = ops[i];
+          if (out >= d.num_tensors || ins.size() > band::kMaxRegionOpRowInputs)
+            throw py::value_error("bad op description");
+          d.ops[i].out = out;
+          d.ops[i].num_inputs = (uint32_t)ins.size();
+          for (uint32_t j = 0; j < ins.size(); ++j) {
+            const auto& [t, stride, pad, extent] = ins[j];
+            if (t >= d.num_tensors || stride < 1 || pad < 0 || extent < 1 || stride > 65535 ||
+                pad > 65535 || extent > 65535)
+              throw py::value_error("bad window");
+            d.ops[i].in[j] = t;
+            d.ops[i].window[j] = {stride, pad, extent};
+          }
+        }
+        d.in_place_input = in_place_input < 0 ? d.num_tensors : (uint32_t)in_place_input;
+        if (in_place_input >= (int64_t)d.num_tensors) throw py::value_error("bad in_place_input");
+        band::RegionPlan plan;
+        band::PlanRegion(d, band_rows, &plan);
+        py::dict r;
+        r["capacity"] = std::vector<uint32_t>(plan.capacity, plan.capacity + d.num_tensors);
+        r["computed"] = std::vector<uint32_t>(plan.computed, plan.computed + d.num_ops);
+        r["staging_rows"] = plan.staging_rows;
+        r["num_bands"] = plan.num_bands;
+        return r;
+      },
+      py::arg("ops"), py::arg("heights"), py::arg("band_rows"), py::arg("in_place_input") = -1,
+      "PlanRegion of espnn/band_geometry.h: ops = [(out, [(in, stride, pad, extent), ...]), ...] on "
+      "local tensor indices, heights per local tensor. Returns capacity (rows per tensor), "
+      "staging_rows, computed (rows per op) and num_bands.");
   m.def(
       "parse",
       [](py::bytes blob) { return Program(blob).Summary(); }, py::arg("blob"),

@@ -1,18 +1,32 @@
 #include "espnn/interpreter.h"
 
+#include "ops/band_loop.h"
 #include "ops/op_kernel.h"
 
 namespace espnn {
 
 using namespace xts3;
 
+TensorInfo EvalContext::tensor(uint16_t index) const {
+  TensorInfo t = model->tensor(index);
+  if (const TensorView* v = view(index)) {
+    t.dims[1] = v->rows;  // [1, rows, W, C]: the parser checked rank 4, batch 1
+    t.nbytes = v->rows * t.dims[2] * t.dims[3];
+  }
+  return t;
+}
+
 const uint8_t* EvalContext::in(uint16_t index) const {
   if (index == kNoTensor) return nullptr;
+  if (const TensorView* v = view(index)) return v->data;
   TensorInfo t = model->tensor(index);
   return t.memory == Memory::CONSTANT ? model->constant_data(t) : arena + t.offset;
 }
 
-uint8_t* EvalContext::out(uint16_t index) const { return arena + model->tensor(index).offset; }
+uint8_t* EvalContext::out(uint16_t index) const {
+  if (const TensorView* v = view(index)) return v->data;
+  return arena + model->tensor(index).offset;
+}
 
 MemoryRequirements ComputeMemoryRequirements(const Model& model) {
   MemoryRequirements r;
@@ -72,6 +86,9 @@ Status Interpreter::InvokeOp(uint32_t index) {
   if (index >= model_->num_ops())
     return Status::Error(StatusCode::kInvalidArgument, "op %u of %u", (unsigned)index,
                          (unsigned)model_->num_ops());
+  // An op inside a fused region runs as part of its BAND_LOOP (which runs
+  // the whole region band by band); invoked alone it does nothing.
+  if (band::EnclosingLoop(*model_, index) != band::kNotInRegion) return Status::Ok();
   const OpInfo op = model_->op(index);
   const EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
   Status s = LookupOpKernel(op.opcode)->eval(op, ctx);
@@ -82,7 +99,11 @@ Status Interpreter::InvokeOp(uint32_t index) {
 Status Interpreter::Invoke() {
   if (model_ == nullptr)
     return Status::Error(StatusCode::kNotInitialized, "invoke before a successful init");
-  for (uint32_t i = 0; i < model_->num_ops(); ++i) ESPNN_RETURN_IF_ERROR(InvokeOp(i));
+  for (uint32_t i = 0; i < model_->num_ops(); ++i) {
+    ESPNN_RETURN_IF_ERROR(InvokeOp(i));
+    const OpInfo op = model_->op(i);
+    if (op.opcode == Opcode::BAND_LOOP) i += (uint32_t)op.Params<BAND_LOOP_Params>().num_ops;
+  }
   return Status::Ok();
 }
 

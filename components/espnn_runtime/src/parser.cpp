@@ -11,6 +11,7 @@
 
 #include "espnn/byte_reader.h"
 #include "espnn/model.h"
+#include "ops/band_loop.h"
 #include "ops/op_kernel.h"
 
 namespace espnn {
@@ -173,7 +174,7 @@ Status ParseHeaderAndSections(const uint8_t* p, uint32_t size, uint16_t* version
 }
 
 Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec,
-                         uint32_t arena_size, uint32_t constants_bytes) {
+                         uint32_t arena_size, uint32_t constants_bytes, uint16_t version) {
   const uint32_t esize = DTypeSize(t.dtype);
   if (esize == 0)
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: unknown dtype %u", (unsigned)index,
@@ -181,8 +182,10 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
   if (t.rank < 1 || t.rank > kMaxRank)
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: rank %u is not in 1..%u",
                          (unsigned)index, (unsigned)t.rank, (unsigned)kMaxRank);
-  if (rec[kTenFlags] != 0)
-    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: flags must be 0", (unsigned)index);
+  const uint8_t flags = rec[kTenFlags];
+  if (flags != 0 && (version < 2 || (flags & ~kTensorFlagsKnown) != 0))
+    return Status::Error(StatusCode::kInvalidBlob, "tensor %u: flags 0x%x not defined in format version %u",
+                         (unsigned)index, (unsigned)flags, (unsigned)version);
   uint64_t elements = 1;
   for (uint32_t d = 0; d < kMaxRank; ++d) {
     uint32_t v = t.dims[d];
@@ -202,7 +205,20 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
                            (unsigned)d, (unsigned)v, (unsigned)t.rank);
     }
   }
-  if (elements * esize != t.nbytes)
+  if (flags & kTensorFlagBanded) {
+    // A band buffer of whole rows: int8 [1,H,W,C] in the arena, nbytes =
+    // rows x W x C with 1 <= rows <= H (elements <= 2^31 was checked).
+    if (t.dtype != DType::INT8 || t.rank != 4 || t.dims[0] != 1 || t.memory != Memory::ARENA)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: a BANDED tensor must be an int8 [1,H,W,C] arena tensor",
+                           (unsigned)index);
+    const uint64_t row = (uint64_t)t.dims[2] * t.dims[3];
+    if (t.nbytes == 0 || t.nbytes % row != 0 || t.nbytes / row > t.dims[1])
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: BANDED nbytes %u is not 1..%u whole rows of %llu bytes",
+                           (unsigned)index, (unsigned)t.nbytes, (unsigned)t.dims[1],
+                           (unsigned long long)row);
+  } else if (elements * esize != t.nbytes)
     return Status::Error(StatusCode::kInvalidBlob,
                          "tensor %u: nbytes %u != %llu elements x %u bytes", (unsigned)index,
                          (unsigned)t.nbytes, (unsigned long long)elements, (unsigned)esize);
@@ -386,6 +402,63 @@ Status OverlapError(const OpInfo& op, uint32_t k, uint16_t o, ArenaRange ro, uin
                        (unsigned)rt.begin, (unsigned)(rt.end - rt.begin), why);
 }
 
+// A fused region (BAND_LOOP) runs its ops interleaved, band by band, so
+// every tensor it reads or writes (and the staging buffer) is live over the
+// whole region: each tensor the region writes must be disjoint from every
+// other tensor of the region and from every tensor live after it. The one
+// alias: an IN_PLACE region's output sits exactly on the region input it
+// replaces, which must then not be live after the region (the band loop
+// writes an output row over an input row only once no later band reads it).
+Status CheckRegionArena(const Model& m, uint32_t loop_index, TensorBitset* live) {
+  const OpInfo loop = m.op(loop_index);
+  const auto p = loop.Params<BAND_LOOP_Params>();
+  const uint32_t first = loop_index, last = loop_index + (uint32_t)p.num_ops;
+  const bool in_place = (p.flags & kBandFlagInPlace) != 0;
+  const uint16_t x = in_place ? m.op(first + 1).inputs[0] : kNoTensor;
+  const uint16_t y = in_place ? m.op(last).outputs[0] : kNoTensor;
+  for (uint32_t i = first; i <= last; ++i) {
+    const OpInfo w = m.op(i);
+    for (uint32_t k = 0; k < w.num_outputs; ++k) {
+      const uint16_t o = w.outputs[k];
+      const ArenaRange ro = RangeOf(m.tensor(o));
+      for (uint32_t n_tensors = m.num_tensors(), t = 0; t < n_tensors; ++t)
+        if (t != o && live->has(t) && Overlap(ro, RangeOf(m.tensor(t))))
+          return OverlapError(w, k, o, ro, (uint16_t)t, RangeOf(m.tensor(t)),
+                              "still live (read after the fused region)");
+      for (uint32_t j = first; j <= last; ++j) {
+        const OpInfo u = m.op(j);
+        for (uint32_t q = 0; q < u.num_inputs + u.num_outputs; ++q) {
+          const uint16_t t = q < u.num_inputs ? u.inputs[q] : u.outputs[q - u.num_inputs];
+          if (t == kNoTensor || t == o || m.tensor(t).memory != Memory::ARENA) continue;
+          const ArenaRange rt = RangeOf(m.tensor(t));
+          if (!Overlap(ro, rt)) continue;
+          if (in_place && Same(ro, rt) && ((o == y && t == x) || (o == x && t == y))) continue;
+          return OverlapError(w, k, o, ro, t, rt, "another tensor of the same fused region");
+        }
+      }
+    }
+  }
+  for (uint32_t i = first; i <= last; ++i) {
+    const OpInfo w = m.op(i);
+    for (uint32_t k = 0; k < w.num_outputs; ++k) live->remove(w.outputs[k]);
+  }
+  for (uint32_t i = first; i <= last; ++i) {
+    const OpInfo u = m.op(i);
+    for (uint32_t j = 0; j < u.num_inputs; ++j) {
+      const uint16_t t = u.inputs[j];
+      if (t == kNoTensor || m.tensor(t).memory != Memory::ARENA) continue;
+      // Inputs written inside the region are not live before it.
+      bool inside = false;
+      for (uint32_t q = first; q <= last && !inside; ++q) {
+        const OpInfo v = m.op(q);
+        for (uint32_t k = 0; k < v.num_outputs; ++k) inside = inside || v.outputs[k] == t;
+      }
+      if (!inside) live->add(t);
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckArenaPlan(const Model& m, TensorBitset* live) {
   for (uint32_t a = 0; a < m.num_inputs(); ++a)
     for (uint32_t b = a + 1; b < m.num_inputs(); ++b) {
@@ -405,6 +478,12 @@ Status CheckArenaPlan(const Model& m, TensorBitset* live) {
   for (uint32_t i = 0; i < m.num_outputs(); ++i) live->add(m.output(i));
   const uint32_t n_tensors = m.num_tensors();
   for (uint32_t i = m.num_ops(); i-- > 0;) {
+    const uint32_t loop = band::EnclosingLoop(m, i);
+    if (loop != band::kNotInRegion) {  // i is the region's last op (CheckRegions)
+      ESPNN_RETURN_IF_ERROR(CheckRegionArena(m, loop, live));
+      i = loop;
+      continue;
+    }
     const OpInfo op = m.op(i);
     for (uint32_t k = 0; k < op.num_outputs; ++k) {
       const uint16_t o = op.outputs[k];
@@ -504,6 +583,7 @@ TensorInfo Model::tensor(uint32_t index) const {
   t.dtype = (DType)r[kTenDtype];
   t.rank = r[kTenRank];
   t.memory = (Memory)r[kTenMemory];
+  t.flags = r[kTenFlags];
   t.offset = LoadU32(r + kTenOffset);
   t.nbytes = LoadU32(r + kTenNbytes);
   t.zero_point = (int32_t)LoadU32(r + kTenZeroPoint);
@@ -580,7 +660,8 @@ Status ParseModel(const void* data, size_t size, Model* out) {
   for (uint32_t i = 0; i < m.num_tensors(); ++i) {
     ESPNN_RETURN_IF_ERROR(CheckTensorRecord(m.tensor(i), i,
                                             m.section_[Model::kTensors] + i * kTensorRecordSize,
-                                            m.arena_size_, m.section_bytes_[Model::kConstants]));
+                                            m.arena_size_, m.section_bytes_[Model::kConstants],
+                                            m.version_));
   }
 
   TensorBitset defined, graph_inputs;
@@ -615,6 +696,10 @@ Status ParseModel(const void* data, size_t size, Model* out) {
       return Status::Error(StatusCode::kInvalidBlob,
                            "graph output %u (tensor %u) is not written by any op or graph input",
                            (unsigned)i, (unsigned)t);
+  }
+  {
+    Status s = band::CheckRegions(m);
+    if (!s.ok()) return Status::Error(StatusCode::kInvalidBlob, "%s", s.message());
   }
   // `defined` is not needed any more: it becomes the live set.
   ESPNN_RETURN_IF_ERROR(CheckArenaPlan(m, &defined));

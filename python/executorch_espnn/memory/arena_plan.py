@@ -11,24 +11,41 @@ against; on the op corpus and the zoo they reach it (tests/memory).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from .arena_rule import ArenaGraph, Liveness, aligned, liveness
 
 
 @dataclass(frozen=True)
 class ArenaPlan:
-    offsets: dict[int, int]  # arena tensor -> byte offset
-    arena_size: int  # bytes, ARENA_ALIGNMENT-aligned
+    offsets: dict[int, int]  # arena tensor -> byte offset (staging tensors of regions included)
+    arena_size: int  # bytes, ARENA_ALIGNMENT-aligned; the peak arena
+    # Fused regions (memory.band_schedule.RegionLayout), in op order; the
+    # writer writes them (BAND_LOOP ops, BANDED tensors, staging tensors).
+    regions: tuple = ()
+
+    @property
+    def size(self) -> int:
+        return self.arena_size
 
 
-def plan_arena(g: ArenaGraph, pinned_offsets: dict[int, int] | None = None,
+def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, int] | None = None,
                lv: Liveness | None = None) -> ArenaPlan:
     """Offsets for every arena tensor of ``g``.
 
-    ``pinned_offsets``: offsets the caller fixed (tests that build a plan by
-    hand); they must name ``g.pinned``. ``lv``: the liveness to plan by
-    (default: the rule's); tests pass a different one to check the parser.
+    ``regions``: memory.band_schedule.FusedRegion's to run band by band (op
+    indices of ``g``, which has no BAND_LOOP ops); the plan is then for the
+    fused graph (band_schedule.fuse). ``pinned_offsets``: offsets the caller
+    fixed (tests that build a plan by hand); they must name ``g.pinned``.
+    ``lv``: the liveness to plan by (default: the rule's); tests pass a
+    different one to check the parser.
     """
+    if regions:
+        from .band_schedule import fuse
+
+        fused, layouts = fuse(g, regions)
+        plan = plan_arena(fused, (), pinned_offsets, lv)
+        return ArenaPlan(plan.offsets, plan.arena_size, layouts)
     pinned_offsets = dict(pinned_offsets or {})
     if set(pinned_offsets) != set(g.pinned):
         raise ValueError("pinned_offsets must give an offset for exactly the graph's pinned tensors")

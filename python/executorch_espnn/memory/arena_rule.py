@@ -22,6 +22,13 @@ tensors may share bytes, and then only exactly (same offset and size):
   tensor already on those bytes is live after the op. "Already on those
   bytes" is the whole alias class: a RESHAPE view of the input that is read
   later keeps the bytes in use even when the input itself dies here.
+
+Fused regions (a BAND_LOOP op and the ``region_ops`` ops after it) run
+their ops interleaved, band by band: every arena tensor a region op reads or
+writes is live over the whole region (BAND_LOOP step to its last op), and no
+alias is formed inside it, except that an ``in_place`` region's output joins
+the class of its input (the first region op's input 0) when nothing on those
+bytes is live after the region.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ class OpIO:
     name: str
     inputs: tuple[int | None, ...]
     outputs: tuple[int, ...]
+    region_ops: int = 0  # BAND_LOOP: the number of ops after it in its region
+    in_place: bool = False  # BAND_LOOP: the IN_PLACE flag
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ class ArenaGraph:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     pinned: frozenset[int] = field(default_factory=frozenset)
+    # Row geometry for fused regions (memory.band_schedule.BandGraph), when known.
+    bands: object | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_summary(cls, summary: dict) -> "ArenaGraph":
@@ -62,13 +73,34 @@ class ArenaGraph:
         return cls(
             nbytes=tuple(t["nbytes"] for t in tensors),
             in_arena=tuple(t["memory"] == "ARENA" for t in tensors),
-            ops=tuple(OpIO(op["op"], tuple(op["inputs"]), tuple(op["outputs"])) for op in summary["ops"]),
+            ops=tuple(_op_io(op) for op in summary["ops"]),
             inputs=tuple(summary["inputs"]),
             outputs=tuple(summary["outputs"]),
         )
 
+    @classmethod
+    def from_blob(cls, blob: bytes) -> "ArenaGraph":
+        """From a blob, with the row geometry fused regions need."""
+        from .band_schedule import BandGraph
+
+        bands = BandGraph(blob)
+        g = cls.from_summary(bands.summary)
+        return cls(g.nbytes, g.in_arena, g.ops, g.inputs, g.outputs, g.pinned, bands)
+
     def arena_inputs(self, op: OpIO) -> list[int]:
         return [t for t in op.inputs if t is not None and self.in_arena[t]]
+
+
+def _op_io(op: dict) -> OpIO:
+    if op["op"] == "BAND_LOOP":
+        return OpIO(op["op"], tuple(op["inputs"]), tuple(op["outputs"]), op["params"]["num_ops"],
+                    bool(op["params"]["flags"] & _native.BAND_FLAGS["IN_PLACE"]))
+    return OpIO(op["op"], tuple(op["inputs"]), tuple(op["outputs"]))
+
+
+def regions_of(g: "ArenaGraph") -> list[tuple[int, int]]:
+    """(BAND_LOOP step, last op step) of every fused region of ``g``."""
+    return [(i, i + op.region_ops) for i, op in enumerate(g.ops) if op.name == "BAND_LOOP"]
 
 
 def aligned(nbytes: int) -> int:
@@ -139,6 +171,11 @@ def lifetimes(g: ArenaGraph) -> tuple[dict[int, int], dict[int, int]]:
     for t in g.outputs:
         last[t] = end
         first.setdefault(t, -1)  # an output nobody writes is the caller's (a graph input)
+    for b, e in regions_of(g):  # a region's tensors are live over all of it
+        for op in g.ops[b:e + 1]:
+            for t in g.arena_inputs(op) + list(op.outputs):
+                first[t] = min(first[t], b)
+                last[t] = max(last[t], e)
     return first, last
 
 
@@ -167,8 +204,18 @@ def liveness(g: ArenaGraph) -> Liveness:
             t = parent[t]
         return t
 
+    inside = {s for b, e in regions_of(g) for s in range(b + 1, e + 1)}
     for step, op in enumerate(g.ops):
-        if aliasing(op.name) == "NONE":
+        if op.name == "BAND_LOOP" and op.in_place:
+            e = step + op.region_ops
+            x, y = g.ops[step + 1].inputs[0], g.ops[e].outputs[0]
+            if x is not None and x in parent and y in parent and not {x, y} & g.pinned:
+                r = find(x)
+                if g.nbytes[x] == g.nbytes[y] and class_last[r] <= e:
+                    parent[find(y)] = r
+                    class_last[r] = max(class_last[r], class_last[y])
+            continue
+        if step in inside or aliasing(op.name) == "NONE":
             continue
         out = op.outputs[0]
         if out in g.pinned:

@@ -21,7 +21,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .. import _native as fmt
-from ..memory import ArenaGraph, ArenaPlan, OpIO, plan_arena
+from ..memory import ArenaGraph, ArenaPlan, BandGraph, OpIO, plan_arena
+from ..memory.arena_rule import aligned
 
 _NUMPY_TO_DTYPE = {np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32", np.dtype(np.float32): "FLOAT32"}
 
@@ -39,9 +40,12 @@ class _Tensor:
     zero_point: int = 0
     data: bytes | None = None  # constants only
     offset: int | None = None  # arena offset fixed by the caller (tests that build a plan by hand)
+    nbytes_override: int | None = None  # a BANDED tensor's band buffer (fused regions)
 
     @property
     def nbytes(self) -> int:
+        if self.nbytes_override is not None:
+            return self.nbytes_override
         return int(np.prod(self.shape, dtype=np.int64)) * fmt.DTYPES[self.dtype][1]
 
 
@@ -133,17 +137,26 @@ class Xts3Writer:
             inputs=tuple(self._inputs),
             outputs=tuple(self._outputs),
             pinned=frozenset(self._pinned_offsets()),
+            bands=BandGraph(self._layer_by_layer_blob),
         )
+
+    def _layer_by_layer_blob(self) -> bytes:
+        """The graph with every arena tensor on bytes of its own (a plan the
+        parser always accepts): what BandGraph reads the row geometry from."""
+        offsets, end = {}, 0
+        for i, t in enumerate(self._tensors):
+            if t.memory == "ARENA":
+                offsets[i] = end
+                end += aligned(t.nbytes)
+        return self.to_bytes(ArenaPlan(offsets, end))
 
     def _pinned_offsets(self) -> dict[int, int]:
         return {i: t.offset for i, t in enumerate(self._tensors) if t.memory == "ARENA" and t.offset is not None}
 
     def plan(self, regions=()) -> ArenaPlan:
-        """The memory planner's arena plan for the ops in their current
-        order, with the fused ``regions`` (memory.schedule_search) if any."""
-        if regions:
-            return plan_arena(self.arena_graph(), self._pinned_offsets(), regions=tuple(regions))
-        return plan_arena(self.arena_graph(), self._pinned_offsets())
+        """The memory planner's arena plan for the ops in their current order,
+        with ``regions`` (memory.FusedRegion) run band by band."""
+        return plan_arena(self.arena_graph(), regions, self._pinned_offsets())
 
     def reorder_ops(self, order: Sequence[int]) -> None:
         """Puts the ops in ``order`` (new position -> old op index), e.g.
@@ -153,20 +166,48 @@ class Xts3Writer:
         self._ops = [self._ops[i] for i in order]
 
     # -- bytes -------------------------------------------------------------------
-    def format_version(self) -> int:
-        """The oldest format version that has every opcode this graph uses:
-        a graph without newer features stays readable by older runtimes."""
-        return max([fmt.MIN_FORMAT_VERSION] + [fmt.OPCODES[op.name]["min_version"] for op in self._ops])
+    def format_version(self, ops: Sequence[_Op] | None = None) -> int:
+        """The oldest format version that has every opcode this graph uses
+        (fused regions: BAND_LOOP's): a graph without newer features stays
+        readable by older runtimes."""
+        ops = self._ops if ops is None else ops
+        return max([fmt.MIN_FORMAT_VERSION] + [fmt.OPCODES[op.name]["min_version"] for op in ops])
+
+    def _with_regions(self, regions) -> tuple[list[_Tensor], list[_Op], dict[int, int]]:
+        """Tensors and ops with the plan's fused regions written in: a
+        BAND_LOOP before each region, staging tensors appended, BANDED
+        tensors at their band-buffer size. Also: tensor -> flags."""
+        tensors, ops, flags = list(self._tensors), [], {}
+        starts = {lay.region.first_op: lay for lay in regions}
+        banded = fmt.TENSOR_FLAGS["BANDED"]
+        for lay in regions:
+            for t, rows in lay.banded_rows.items():
+                old = tensors[t]
+                tensors[t] = _Tensor(old.shape, old.dtype, old.memory, old.scale, old.zero_point, old.data,
+                                     old.offset, nbytes_override=rows * old.shape[2] * old.shape[3])
+                flags[t] = banded
+            if lay.staging is not None:
+                if lay.staging != len(tensors):
+                    raise ValueError("staging tensors must follow the graph's tensors in region order")
+                tensors.append(_Tensor(lay.staging_shape, "INT8", "ARENA"))
+        for i, op in enumerate(self._ops):
+            if i in starts:
+                r = starts[i].region
+                ops.append(_Op("BAND_LOOP", [], [] if starts[i].staging is None else [starts[i].staging],
+                               [r.num_ops, r.band_rows, fmt.BAND_FLAGS["IN_PLACE"] if r.in_place else 0]))
+            ops.append(op)
+        return tensors, ops, flags
 
     def to_bytes(self, plan: ArenaPlan | None = None) -> bytes:
-        """The blob, with the arena offsets of ``plan`` (default: the memory
-        planner's layer-by-layer plan for the ops in their current order)."""
-        plan = plan if plan is not None else self.plan()
+        """The blob with ``plan``'s arena offsets and fused regions (default:
+        the memory planner's layer-by-layer plan, ``plan()``)."""
+        plan = self.plan() if plan is None else plan
         offsets, arena_size = plan.offsets, plan.arena_size
+        all_tensors, all_ops, flags = self._with_regions(plan.regions)
 
         constants = bytearray()
         const_offsets: dict[int, int] = {}
-        for i, t in enumerate(self._tensors):
+        for i, t in enumerate(all_tensors):
             if t.memory == "CONSTANT":
                 # 16-byte aligned: satisfies every dtype's natural alignment
                 # and the SIMD loads on the ESP32-S3.
@@ -176,11 +217,12 @@ class Xts3Writer:
 
         tf = fmt.TENSOR_FIELDS
         tensors = bytearray()
-        for i, t in enumerate(self._tensors):
+        for i, t in enumerate(all_tensors):
             rec = bytearray(fmt.TENSOR_RECORD_SIZE)
             rec[tf["dtype"]] = fmt.DTYPES[t.dtype][0]
             rec[tf["rank"]] = len(t.shape)
             rec[tf["memory"]] = fmt.MEMORY_KINDS[t.memory]
+            rec[tf["flags"]] = flags.get(i, 0)
             off = const_offsets[i] if t.memory == "CONSTANT" else offsets[i]
             struct.pack_into("<IIif", rec, tf["offset"], off, t.nbytes, t.zero_point, t.scale)
             dims = list(t.shape) + [0] * (fmt.LIMITS["max_rank"] - len(t.shape))
@@ -191,7 +233,7 @@ class Xts3Writer:
 
         of = fmt.OP_FIELDS
         ops, op_io, params = bytearray(), [], []
-        for op in self._ops:
+        for op in all_ops:
             rec = bytearray(fmt.OP_RECORD_SIZE)
             struct.pack_into("<H", rec, of["opcode"], fmt.OPCODES[op.name]["opcode"])
             rec[of["num_inputs"]] = len(op.inputs)
@@ -202,8 +244,8 @@ class Xts3Writer:
             ops += rec
 
         payloads = {
-            "TENSORS": (bytes(tensors), len(self._tensors)),
-            "OPS": (bytes(ops), len(self._ops)),
+            "TENSORS": (bytes(tensors), len(all_tensors)),
+            "OPS": (bytes(ops), len(all_ops)),
             "OP_IO": (struct.pack(f"<{len(op_io)}H", *op_io), len(op_io)),
             "PARAMS": (struct.pack(f"<{len(params)}i", *params), len(params)),
             "CONSTANTS": (bytes(constants), 0),
@@ -226,7 +268,7 @@ class Xts3Writer:
         hf = fmt.HEADER_FIELDS
         header = bytearray(fmt.HEADER_SIZE)
         struct.pack_into("<I", header, hf["magic"], fmt.FORMAT_MAGIC)
-        struct.pack_into("<HH", header, hf["version"], self.format_version(), fmt.HEADER_SIZE)
+        struct.pack_into("<HH", header, hf["version"], self.format_version(all_ops), fmt.HEADER_SIZE)
         struct.pack_into("<I", header, hf["blob_size"], blob_size)
         struct.pack_into("<I", header, hf["arena_size"], arena_size)
         struct.pack_into("<II", header, hf["section_count"], len(payloads), table_offset)

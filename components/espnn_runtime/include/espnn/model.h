@@ -19,6 +19,7 @@ struct TensorInfo {
   xts3::DType dtype;
   uint8_t rank;
   xts3::Memory memory;
+  uint8_t flags;    // xts3::kTensorFlag* (BANDED: nbytes holds a band buffer, see xts3_format.h)
   uint32_t offset;  // arena offset or offset inside the CONSTANTS section
   uint32_t nbytes;
   int32_t zero_point;

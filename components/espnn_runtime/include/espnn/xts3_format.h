@@ -56,13 +56,22 @@ constexpr uint32_t kNumSectionKinds = 7;
 
 // ---------------------------------------------------------------- tensors
 // Tensor record (40 bytes):
-//   0 u8 dtype  1 u8 rank  2 u8 memory  3 u8 flags (0)
+//   0 u8 dtype  1 u8 rank  2 u8 memory  3 u8 flags (kTensorFlag*; 0 in version 1)
 //   4 u32 offset (arena offset, or offset inside the CONSTANTS section)
 //   8 u32 nbytes  12 i32 zero_point  16 f32 scale  20 u32 dims[5]
 constexpr uint32_t kTensorRecordSize = 40;
 constexpr uint32_t kTenDtype = 0, kTenRank = 1, kTenMemory = 2, kTenFlags = 3,
                    kTenOffset = 4, kTenNbytes = 8, kTenZeroPoint = 12,
                    kTenScale = 16, kTenDims = 20;
+
+// Tensor flags (version >= 2; every other bit must be 0).
+// BANDED: an int8 rank-4 [1,H,W,C] arena tensor written inside a fused
+// region (BAND_LOOP) that exists only as a band buffer of `nbytes` =
+// capacity rows x W x C bytes at its arena offset (1 <= capacity <= H). The
+// parser computes the rows every band needs and checks the capacity; no op
+// outside its region may read it, and it is never a graph input or output.
+constexpr uint8_t kTensorFlagBanded = 0x01;
+constexpr uint8_t kTensorFlagsKnown = kTensorFlagBanded;
 
 #define ESPNN_XTS3_DTYPES(X) \
   /* name,  id, element bytes */ \
@@ -127,7 +136,8 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(SPLIT,           20, 1, 1, 1, 1, 16, 0x0)                    \
   X(QUANTIZE,        21, 1, 1, 1, 1, 1, 0x0)                     \
   X(DEQUANTIZE,      22, 1, 1, 1, 1, 1, 0x0)                     \
-  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)
+  X(REQUANTIZE,      23, 1, 1, 1, 1, 1, 0x0)                     \
+  X(BAND_LOOP,       26, 2, 0, 0, 0, 1, 0x0)
 
 enum class Opcode : uint16_t {
 #define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) name = code,
@@ -227,6 +237,16 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
 #define ESPNN_XTS3_PARAMS_REQUANTIZE(F) \
   F(input_zero_point) F(output_zero_point) F(mult) F(shift)
+// BAND_LOOP: the `num_ops` op records after it form a fused region, run
+// band by band: each iteration computes `band_rows` more output rows of the
+// region's last op (fewer in the last band), and every op in the region
+// computes only the rows that band needs and no earlier band computed (its
+// BANDED output keeps the rows later bands still read). `flags`
+// (kBandFlag*): IN_PLACE = the region's output occupies exactly the bytes of
+// its input (input 0 of the region's first op, same shape) and each output
+// row is staged in the BAND_LOOP's one output tensor (int8 [rows, W*C])
+// until no later band reads that input row. docs/xts3-format.md section 7.
+#define ESPNN_XTS3_PARAMS_BAND_LOOP(F) F(num_ops) F(band_rows) F(flags)
 
 // One C struct per opcode with the fields above, in order, all int32_t.
 // The parser fills them from the PARAMS section (see LoadParams in model.h).
@@ -246,6 +266,10 @@ ESPNN_XTS3_OPS(ESPNN_X)
 ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
 #undef ESPNN_PARAM_COUNT
+
+// BAND_LOOP flags (every other bit must be 0).
+constexpr int32_t kBandFlagInPlace = 0x1;
+constexpr int32_t kBandFlagsKnown = kBandFlagInPlace;
 
 // ---------------------------------------------------------------- limits
 constexpr uint32_t kMaxRank = 5;
@@ -278,6 +302,11 @@ constexpr uint32_t kMaxSoftmaxWidth = 511;
 constexpr uint32_t kLutEntries = 256;
 // RESIZE_BILINEAR fractional weights are Q10 (0..1024).
 constexpr uint32_t kBilinearFracBits = 10;
+// Fused regions: at most this many ops, and this many distinct arena
+// tensors read or written by them (the runtime keeps per-band state for each
+// on the stack, so both bounds are small and fixed).
+constexpr uint32_t kMaxRegionOps = 32;
+constexpr uint32_t kMaxRegionTensors = 64;
 
 }  // namespace xts3
 }  // namespace espnn

@@ -42,6 +42,11 @@ ConvGeom Geometry(const Model& m, const OpInfo& op) {
   return {ReadConvShape(m, op), op.Params<CONV2D_Params>()};
 }
 
+// At run time: a band in a fused region has its own rows and pad_top.
+ConvGeom Geometry(const EvalContext& ctx, const OpInfo& op) {
+  return {ReadConvShape(ctx, op), op.Params<CONV2D_Params>()};
+}
+
 Status ValidateConv(const Model& m, const OpInfo& op) {
   ESPNN_RETURN_IF_ERROR(CheckConvTensors(m, op));
   const ConvGeom g = Geometry(m, op);
@@ -83,7 +88,7 @@ bool S3PaddingDefect(const ConvGeom& g) {
 }
 
 Status EvalConv(const OpInfo& op, const EvalContext& ctx) {
-  const ConvGeom g = Geometry(*ctx.model, op);
+  const ConvGeom g = Geometry(ctx, op);
   const ConvData d = ReadConvData(op, ctx);
   if (g.dilated()) {
     // OHWI filter: output o's tap (ky, kx, i) at ((o*kh + ky)*kw + kx)*Cg + i.

@@ -151,6 +151,15 @@ inline ConvShape ReadConvShape(const Model& m, const OpInfo& op) {
           out.dims[3], f.dims[0],  f.dims[1],  f.dims[2],  f.dims[3]};
 }
 
+// The same, as the op sees it at run time (a band in a fused region has
+// fewer rows: EvalContext::tensor).
+inline ConvShape ReadConvShape(const EvalContext& ctx, const OpInfo& op) {
+  const TensorInfo in = ctx.tensor(op.inputs[kInput]), f = ctx.tensor(op.inputs[kFilter]),
+                   out = ctx.tensor(op.outputs[0]);
+  return {in.dims[0],  in.dims[1], in.dims[2], in.dims[3], out.dims[1], out.dims[2],
+          out.dims[3], f.dims[0],  f.dims[1],  f.dims[2],  f.dims[3]};
+}
+
 // Tensors of all three ops: int8 NHWC input and output of the same batch,
 // and an int8 rank-4 constant filter with symmetric quantization (ESP-NN has
 // no filter offset). The ops read their input while writing their output,

@@ -48,6 +48,11 @@ DwGeom Geometry(const Model& m, const OpInfo& op) {
   return {ReadConvShape(m, op), op.Params<DEPTHWISE_CONV2D_Params>()};
 }
 
+// At run time: a band in a fused region has its own rows and pad_top.
+DwGeom Geometry(const EvalContext& ctx, const OpInfo& op) {
+  return {ReadConvShape(ctx, op), op.Params<DEPTHWISE_CONV2D_Params>()};
+}
+
 Status ValidateDepthwise(const Model& m, const OpInfo& op) {
   ESPNN_RETURN_IF_ERROR(CheckConvTensors(m, op));
   const DwGeom g = Geometry(m, op);
@@ -98,7 +103,7 @@ uint32_t DepthwiseScratchBytes(const Model& m, const OpInfo& op) {
 }
 
 Status EvalDepthwise(const OpInfo& op, const EvalContext& ctx) {
-  const DwGeom g = Geometry(*ctx.model, op);
+  const DwGeom g = Geometry(ctx, op);
   const ConvData d = ReadConvData(op, ctx);
   if (g.uses_own_kernel()) {
     // Depthwise = groups of one input channel and ch_mult outputs; the

@@ -9,19 +9,40 @@
 
 namespace espnn {
 
+// A band of an NHWC tensor [1,H,W,C] inside a fused region (BAND_LOOP): the
+// op sees `rows` rows at `data` instead of the whole tensor (rows of an NHWC
+// image are contiguous, so a band is a smaller image).
+struct TensorView {
+  uint16_t tensor;
+  uint32_t rows;
+  uint8_t* data;
+};
+
 // What an op sees while it runs: tensor data resolved to pointers, and the
 // one scratch buffer shared by all ops (sized at init, 16-byte aligned).
+// In a fused region `views` replaces some tensors by bands (ops/band_loop.cpp);
+// kernels read geometry through tensor() and data through in()/out(), so the
+// same code runs on the whole tensor and on a band.
 struct EvalContext {
   const Model* model;
   uint8_t* arena;
   uint8_t* scratch;
   uint32_t scratch_bytes;
+  const TensorView* views = nullptr;
+  uint32_t num_views = 0;
 
-  TensorInfo tensor(uint16_t index) const { return model->tensor(index); }
+  TensorInfo tensor(uint16_t index) const;
   // Read-only data of any tensor (arena or constant); nullptr for kNoTensor.
   const uint8_t* in(uint16_t index) const;
   // Writable data of an arena tensor.
   uint8_t* out(uint16_t index) const;
+
+ private:
+  const TensorView* view(uint16_t index) const {
+    for (uint32_t i = 0; i < num_views; ++i)
+      if (views[i].tensor == index) return &views[i];
+    return nullptr;
+  }
 };
 
 struct OpKernel {

@@ -35,7 +35,8 @@ namespace {
   X(SPLIT, kSplitKernel)                                \
   X(QUANTIZE, kQuantizeKernel)                          \
   X(DEQUANTIZE, kDequantizeKernel)                      \
-  X(REQUANTIZE, kRequantizeKernel)
+  X(REQUANTIZE, kRequantizeKernel)                      \
+  X(BAND_LOOP, kBandLoopKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
 

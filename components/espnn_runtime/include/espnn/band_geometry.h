@@ -1,0 +1,175 @@
+// Row arithmetic of fused regions (BAND_LOOP, xts3_format.h): which input
+// rows a range of output rows reads, and, for a whole region, which rows of
+// every tensor each band needs. Stated once here and used by the parser
+// (capacity checks), the interpreter (the band loop) and, through the
+// binding (_native.plan_band_region), the Python planner.
+//
+// A region is described on plain arrays (no Model), with tensors numbered
+// locally 0..num_tensors-1: every op has one output and up to
+// kMaxRegionOpRowInputs inputs whose rows it reads through a RowWindow
+// (constant inputs such as filters are not part of the description).
+//
+// Why no row is ever computed twice: the rows a band needs of a tensor,
+// [lo, hi), never move backwards from one band to the next (InputRows is
+// monotone in both ends, and a hull of monotone ranges is monotone). So a
+// band keeps the rows [lo, previous hi) it already has and computes only
+// [max(lo, previous hi), hi); the buffer of a tensor must hold hi - lo rows.
+//
+// All arithmetic is on int64 over values below 2^24 (tensor dims) and
+// 65535 (stride, pad, extent): nothing can overflow on a 32-bit target.
+#pragma once
+
+#include <stdint.h>
+
+#include "espnn/model.h"
+#include "espnn/xts3_format.h"
+
+namespace espnn {
+namespace band {
+
+// Output row r reads input rows [r*stride - pad, r*stride - pad + extent),
+// clipped to the image. Elementwise ops: {1, 0, 1}.
+struct RowWindow {
+  int32_t stride, pad, extent;
+};
+
+// Rows [lo, hi); empty when lo >= hi.
+struct RowRange {
+  uint32_t lo, hi;
+  bool empty() const { return lo >= hi; }
+  uint32_t size() const { return hi > lo ? hi - lo : 0; }
+};
+
+inline RowRange InputRows(const RowWindow& w, uint32_t in_h, RowRange out) {
+  if (out.empty()) return {0, 0};
+  int64_t lo = (int64_t)out.lo * w.stride - w.pad;
+  int64_t hi = ((int64_t)out.hi - 1) * w.stride - w.pad + w.extent;
+  if (lo < 0) lo = 0;
+  if (hi > (int64_t)in_h) hi = in_h;
+  if (hi <= lo) return {0, 0};
+  return {(uint32_t)lo, (uint32_t)hi};
+}
+
+// The smallest range holding both.
+inline RowRange Hull(RowRange a, RowRange b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+}
+
+constexpr uint32_t kMaxRegionOpRowInputs = 2;
+
+struct RegionOpDesc {
+  uint32_t out;  // local tensor written
+  uint32_t num_inputs;
+  uint32_t in[kMaxRegionOpRowInputs];
+  RowWindow window[kMaxRegionOpRowInputs];
+};
+
+// ops run in order; the last op's output is the region output. A tensor no
+// region op writes is a region input (a full tensor written before).
+struct RegionDesc {
+  uint32_t num_ops;
+  uint32_t num_tensors;
+  RegionOpDesc ops[xts3::kMaxRegionOps];
+  uint32_t height[xts3::kMaxRegionTensors];
+  // Local index of the tensor an IN_PLACE region overwrites with its output
+  // (num_tensors when not in place).
+  uint32_t in_place_input;
+};
+
+inline uint32_t OutputTensor(const RegionDesc& d) { return d.ops[d.num_ops - 1].out; }
+inline uint32_t OutputHeight(const RegionDesc& d) { return d.height[OutputTensor(d)]; }
+
+inline uint32_t NumBands(const RegionDesc& d, uint32_t band_rows) {
+  return (OutputHeight(d) + band_rows - 1) / band_rows;
+}
+
+inline RowRange BandRows(const RegionDesc& d, uint32_t band_rows, uint32_t k) {
+  const uint32_t h = OutputHeight(d);
+  const uint64_t lo = (uint64_t)k * band_rows, hi = lo + band_rows;
+  return {lo < h ? (uint32_t)lo : h, hi < h ? (uint32_t)hi : h};
+}
+
+// need[t] = the rows of every tensor band k reads or writes (the output's
+// are the band's rows). Backwards over the ops: an op's inputs are needed
+// for the rows its output is needed for.
+inline void BandNeeds(const RegionDesc& d, uint32_t band_rows, uint32_t k,
+                      RowRange need[xts3::kMaxRegionTensors]) {
+  for (uint32_t t = 0; t < d.num_tensors; ++t) need[t] = {0, 0};
+  need[OutputTensor(d)] = BandRows(d, band_rows, k);
+  for (uint32_t i = d.num_ops; i-- > 0;) {
+    const RegionOpDesc& op = d.ops[i];
+    for (uint32_t j = 0; j < op.num_inputs; ++j)
+      need[op.in[j]] = Hull(need[op.in[j]], InputRows(op.window[j], d.height[op.in[j]], need[op.out]));
+  }
+}
+
+// Rows of the region output computed but not yet written back when an
+// IN_PLACE region has finished band k: those its input still needs later,
+// i.e. [flushed_k, band end) with flushed_k = min(band end, the input's
+// first row needed by band k+1) (all of them after the last band).
+inline uint32_t FlushedAfter(const RegionDesc& d, uint32_t band_rows, uint32_t k,
+                             const RowRange next_need[xts3::kMaxRegionTensors]) {
+  const RowRange band = BandRows(d, band_rows, k);
+  if (k + 1 >= NumBands(d, band_rows)) return band.hi;
+  const RowRange next = next_need[d.in_place_input];
+  const uint32_t bound = next.empty() ? band.hi : next.lo;
+  return bound < band.hi ? bound : band.hi;
+}
+
+// What a region needs at a band height: capacity[t] = the most rows of t
+// any band holds (buffer rows of a BANDED tensor), staging_rows = the most
+// output rows an IN_PLACE region holds before writing them back, and
+// computed[i] = rows op i computes over all bands (= its output height:
+// nothing is recomputed; kept to prove it).
+struct RegionPlan {
+  uint32_t capacity[xts3::kMaxRegionTensors];
+  uint32_t staging_rows;
+  uint32_t computed[xts3::kMaxRegionOps];
+  uint32_t num_bands;
+};
+
+inline void PlanRegion(const RegionDesc& d, uint32_t band_rows, RegionPlan* plan) {
+  for (uint32_t t = 0; t < d.num_tensors; ++t) plan->capacity[t] = 0;
+  for (uint32_t i = 0; i < d.num_ops; ++i) plan->computed[i] = 0;
+  plan->staging_rows = 0;
+  plan->num_bands = NumBands(d, band_rows);
+  RowRange have[xts3::kMaxRegionTensors], need[xts3::kMaxRegionTensors],
+      next[xts3::kMaxRegionTensors];
+  for (uint32_t t = 0; t < d.num_tensors; ++t) have[t] = {0, 0};
+  uint32_t flushed = 0;
+  if (plan->num_bands > 0) BandNeeds(d, band_rows, 0, next);
+  for (uint32_t k = 0; k < plan->num_bands; ++k) {
+    for (uint32_t t = 0; t < d.num_tensors; ++t) need[t] = next[t];
+    if (k + 1 < plan->num_bands) BandNeeds(d, band_rows, k + 1, next);
+    for (uint32_t t = 0; t < d.num_tensors; ++t)
+      if (need[t].size() > plan->capacity[t]) plan->capacity[t] = need[t].size();
+    for (uint32_t i = 0; i < d.num_ops; ++i) {
+      const uint32_t o = d.ops[i].out;
+      const uint32_t from = have[o].hi > need[o].lo ? have[o].hi : need[o].lo;
+      if (need[o].hi > from) plan->computed[i] += need[o].hi - from;
+      have[o] = need[o];
+    }
+    if (d.in_place_input < d.num_tensors) {
+      const uint32_t staged = BandRows(d, band_rows, k).hi - flushed;
+      if (staged > plan->staging_rows) plan->staging_rows = staged;
+      flushed = FlushedAfter(d, band_rows, k, next);
+    }
+  }
+}
+
+// How an op reads rows, if it can run on bands: its row-mapped input slots
+// (input 0, and input 1 of ADD) with their windows, and the index of the
+// parameter word holding its top pad (-1: none). False for any other op.
+struct OpBandSupport {
+  uint32_t num_inputs;
+  uint32_t slot[kMaxRegionOpRowInputs];
+  RowWindow window[kMaxRegionOpRowInputs];
+  int32_t pad_word;
+};
+// (Defined in src/ops/band_loop.cpp, next to the region's execution.)
+bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out);
+
+}  // namespace band
+}  // namespace espnn

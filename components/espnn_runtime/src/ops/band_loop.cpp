@@ -1,0 +1,405 @@
+// BAND_LOOP: a fused region, executed band by band (xts3_format.h,
+// espnn/band_geometry.h for the row arithmetic, docs/xts3-format.md §7).
+//
+// Each band runs the region's ops in order, each on the rows that band needs
+// and no earlier band computed. An op runs through its ordinary eval() with
+// an EvalContext whose views make its row-mapped tensors bands (a smaller
+// image) and with its top pad rewritten for the band: so the kernel, its
+// ESP-NN routing (S3 pad and scratch defects are judged on the band's own
+// geometry) and its arithmetic are the ones of the whole-tensor path, and
+// the result is bit-identical. Padding exists only at the true image border:
+// interior bands read real halo rows instead.
+//
+// Buffers: a region input is a full tensor; a BANDED tensor is a buffer of
+// `capacity` rows holding rows [lo, hi) of the tensor (row lo first); when
+// the next band needs rows [lo', hi'), rows [lo', hi) are moved to the front
+// and only [max(lo', hi), hi') are computed. The region output is a full
+// tensor, written band by band; IN_PLACE: it occupies its input's bytes, and
+// each band's rows wait in the staging buffer until no later band reads the
+// input rows they overwrite.
+#include "ops/band_loop.h"
+
+#include <string.h>
+
+#include "ops/op_util.h"
+
+namespace espnn {
+namespace band {
+
+using namespace xts3;
+
+namespace {
+
+constexpr RowWindow kElementwise = {1, 0, 1};
+
+// Offset of a field in a params struct, in parameter words.
+#define ESPNN_PARAM_WORD(Struct, field) ((int32_t)(offsetof(Struct, field) / 4))
+
+bool IsImage(const TensorInfo& t) {
+  return t.dtype == DType::INT8 && t.rank == 4 && t.dims[0] == 1;
+}
+
+uint32_t RowBytes(const TensorInfo& t) { return t.dims[2] * t.dims[3]; }
+
+// A conv/depthwise window on rows. validate() bounds stride, pad and
+// dilation by 65535 but lets the extent dil*(k-1)+1 reach 2^32; a region
+// takes windows up to 65535 rows so all band arithmetic stays in int32.
+bool ConvWindow(int32_t stride, int32_t pad, int32_t dilation, uint32_t k, RowWindow* w) {
+  const int64_t extent = (int64_t)dilation * ((int64_t)k - 1) + 1;
+  if (extent > (int64_t)kMaxKernelDim) return false;
+  *w = {stride, pad, (int32_t)extent};
+  return true;
+}
+
+}  // namespace
+
+bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
+  out->num_inputs = 1;
+  out->slot[0] = 0;
+  out->window[0] = kElementwise;
+  out->pad_word = -1;
+  switch (op.opcode) {
+    case Opcode::CONV2D: {
+      const auto p = op.Params<CONV2D_Params>();
+      const TensorInfo f = m.tensor(op.inputs[1]);
+      out->pad_word = ESPNN_PARAM_WORD(CONV2D_Params, pad_top);
+      return ConvWindow(p.stride_h, p.pad_top, p.dilation_h, f.dims[1], &out->window[0]);
+    }
+    case Opcode::DEPTHWISE_CONV2D: {
+      const auto p = op.Params<DEPTHWISE_CONV2D_Params>();
+      const TensorInfo f = m.tensor(op.inputs[1]);
+      out->pad_word = ESPNN_PARAM_WORD(DEPTHWISE_CONV2D_Params, pad_top);
+      return ConvWindow(p.stride_h, p.pad_top, p.dilation_h, f.dims[1], &out->window[0]);
+    }
+    case Opcode::ADD: {
+      // Both operands row by row: only without broadcasting.
+      const TensorInfo a = m.tensor(op.inputs[0]), b = m.tensor(op.inputs[1]);
+      if (!a.same_shape(b)) return false;
+      out->num_inputs = 2;
+      out->slot[1] = 1;
+      out->window[1] = kElementwise;
+      return true;
+    }
+    case Opcode::LUT:
+    case Opcode::HARD_SWISH:
+    case Opcode::REQUANTIZE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint32_t EnclosingLoop(const Model& m, uint32_t index) {
+  // A region holds at most kMaxRegionOps ops, so its BAND_LOOP is close.
+  for (uint32_t back = 1; back <= kMaxRegionOps + 1 && back <= index; ++back) {
+    const OpInfo loop = m.op(index - back);
+    if (loop.opcode != Opcode::BAND_LOOP) continue;
+    const auto p = loop.Params<BAND_LOOP_Params>();
+    return (uint32_t)p.num_ops >= back ? index - back : kNotInRegion;
+  }
+  return kNotInRegion;
+}
+
+namespace {
+
+// Local index of model tensor t in the region, added when new.
+Status LocalTensor(Region* r, uint16_t t, uint32_t* local) {
+  for (uint32_t i = 0; i < r->desc.num_tensors; ++i)
+    if (r->tensors[i] == t) {
+      *local = i;
+      return Status::Ok();
+    }
+  if (r->desc.num_tensors >= kMaxRegionTensors)
+    return ops::Fail("more than %u tensors", (unsigned)kMaxRegionTensors);
+  *local = r->desc.num_tensors++;
+  r->tensors[*local] = t;
+  r->produced[*local] = false;
+  return Status::Ok();
+}
+
+Status DescribeRegionOps(const Model& m, Region* r) {
+  for (uint32_t i = 0; i < r->num_ops; ++i) {
+    const OpInfo op = m.op(r->first_op + i);
+    OpBandSupport s;
+    if (op.opcode == Opcode::BAND_LOOP || !DescribeOp(m, op, &s))
+      return ops::Fail("op %u (%s) cannot run in a fused region", (unsigned)op.index,
+                       OpcodeName(op.opcode));
+    RegionOpDesc& d = r->desc.ops[i];
+    d.num_inputs = s.num_inputs;
+    for (uint32_t j = 0; j < s.num_inputs; ++j) {
+      const uint16_t t = op.inputs[s.slot[j]];
+      const TensorInfo ti = m.tensor(t);
+      if (ti.memory != Memory::ARENA || !IsImage(ti))
+        return ops::Fail("op %u input %u (tensor %u) must be an int8 [1,H,W,C] arena tensor",
+                         (unsigned)op.index, (unsigned)s.slot[j], (unsigned)t);
+      ESPNN_RETURN_IF_ERROR(LocalTensor(r, t, &d.in[j]));
+      const bool banded = (m.tensor(t).flags & kTensorFlagBanded) != 0;
+      if (banded != r->produced[d.in[j]])
+        return ops::Fail("op %u input %u (tensor %u): %s", (unsigned)op.index,
+                         (unsigned)s.slot[j], (unsigned)t,
+                         banded ? "a BANDED tensor not written earlier in this region"
+                                : "written in this region but not BANDED");
+      d.window[j] = s.window[j];
+      r->desc.height[d.in[j]] = ti.dims[1];
+    }
+    const uint16_t o = op.outputs[0];
+    const TensorInfo to = m.tensor(o);
+    if (!IsImage(to))
+      return ops::Fail("op %u output (tensor %u) must be an int8 [1,H,W,C] tensor",
+                       (unsigned)op.index, (unsigned)o);
+    const bool last = i + 1 == r->num_ops;
+    const bool banded = (m.tensor(o).flags & kTensorFlagBanded) != 0;
+    if (banded == last)
+      return ops::Fail("op %u output (tensor %u) %s", (unsigned)op.index, (unsigned)o,
+                       last ? "is the region output and must not be BANDED"
+                            : "must be BANDED (only the last op writes a whole tensor)");
+    ESPNN_RETURN_IF_ERROR(LocalTensor(r, o, &d.out));
+    r->produced[d.out] = true;
+    r->desc.height[d.out] = to.dims[1];
+  }
+  // Every BANDED tensor is read by a later op of the region (otherwise no
+  // band would ever need its rows).
+  for (uint32_t i = 0; i + 1 < r->num_ops; ++i) {
+    bool read = false;
+    for (uint32_t k = i + 1; k < r->num_ops && !read; ++k)
+      for (uint32_t j = 0; j < r->desc.ops[k].num_inputs; ++j)
+        read = read || r->desc.ops[k].in[j] == r->desc.ops[i].out;
+    if (!read)
+      return ops::Fail("op %u output (tensor %u) is read by no later op of the region",
+                       (unsigned)(r->first_op + i), (unsigned)r->tensors[r->desc.ops[i].out]);
+  }
+  return Status::Ok();
+}
+
+Status CheckCapacities(const Model& m, const Region& r, const RegionPlan& plan) {
+  for (uint32_t t = 0; t < r.desc.num_tensors; ++t) {
+    if (!r.produced[t] || t == OutputTensor(r.desc)) continue;
+    const TensorInfo ti = m.tensor(r.tensors[t]);
+    const uint32_t rows = ti.nbytes / RowBytes(ti);  // the record check made it exact
+    if (rows < plan.capacity[t])
+      return ops::Fail("BANDED tensor %u holds %u rows, band_rows %u needs %u",
+                       (unsigned)r.tensors[t], (unsigned)rows, (unsigned)r.band_rows,
+                       (unsigned)plan.capacity[t]);
+  }
+  return Status::Ok();
+}
+
+Status CheckInPlace(const Model& m, const Region& r, const OpInfo& loop, const RegionPlan& plan) {
+  if (!r.in_place) {
+    if (loop.num_outputs != 0)
+      return ops::Fail("a staging output is only for an IN_PLACE region");
+    return Status::Ok();
+  }
+  const TensorInfo x = m.tensor(r.tensors[r.desc.in_place_input]);
+  const TensorInfo y = m.tensor(r.tensors[OutputTensor(r.desc)]);
+  if (!x.same_shape(y))
+    return ops::Fail("IN_PLACE: the output (tensor %u) must have the shape of the region input "
+                     "(tensor %u)",
+                     (unsigned)r.tensors[OutputTensor(r.desc)], (unsigned)r.tensors[r.desc.in_place_input]);
+  if (x.offset != y.offset)
+    return ops::Fail("IN_PLACE: the output (tensor %u, arena offset %u) must sit on the region "
+                     "input (tensor %u, arena offset %u)",
+                     (unsigned)r.tensors[OutputTensor(r.desc)], (unsigned)y.offset,
+                     (unsigned)r.tensors[r.desc.in_place_input], (unsigned)x.offset);
+  if (loop.num_outputs != 1) return ops::Fail("IN_PLACE needs the staging output");
+  const TensorInfo s = m.tensor(r.staging);
+  if (s.dtype != DType::INT8 || s.rank != 2 || s.dims[1] != RowBytes(y) ||
+      (m.tensor(r.staging).flags & kTensorFlagBanded) != 0)
+    return ops::Fail("staging (tensor %u) must be int8 [rows, %u] (rows of the output)",
+                     (unsigned)r.staging, (unsigned)RowBytes(y));
+  if (s.dims[0] < plan.staging_rows)
+    return ops::Fail("staging (tensor %u) holds %u rows, band_rows %u needs %u",
+                     (unsigned)r.staging, (unsigned)s.dims[0], (unsigned)r.band_rows,
+                     (unsigned)plan.staging_rows);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DescribeRegion(const Model& m, uint32_t loop_index, Region* r) {
+  const OpInfo loop = m.op(loop_index);
+  const auto p = loop.Params<BAND_LOOP_Params>();
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.num_ops, "num_ops", 1, (int32_t)kMaxRegionOps));
+  // loop_index < kMaxOps and num_ops <= kMaxRegionOps: no overflow.
+  if (loop_index + (uint32_t)p.num_ops >= m.num_ops())
+    return ops::Fail("num_ops = %d runs past the last op", (int)p.num_ops);
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.band_rows, "band_rows", 1, (int32_t)kMaxDim));
+  if ((p.flags & ~kBandFlagsKnown) != 0)
+    return ops::Fail("flags = 0x%x has unknown bits", (unsigned)p.flags);
+  r->first_op = loop_index + 1;
+  r->num_ops = (uint32_t)p.num_ops;
+  r->band_rows = (uint32_t)p.band_rows;
+  r->in_place = (p.flags & kBandFlagInPlace) != 0;
+  r->staging = loop.num_outputs == 1 ? loop.outputs[0] : kNoTensor;
+  r->desc.num_ops = r->num_ops;
+  r->desc.num_tensors = 0;
+  ESPNN_RETURN_IF_ERROR(DescribeRegionOps(m, r));
+  r->desc.in_place_input = r->desc.num_tensors;
+  if (r->in_place) {
+    const uint32_t x = r->desc.ops[0].in[0];
+    r->desc.in_place_input = x;  // not produced: the first op's input comes from before
+  }
+  return Status::Ok();
+}
+
+Status CheckRegions(const Model& m) {
+  for (uint32_t i = 0; i < m.num_ops(); ++i) {
+    const OpInfo op = m.op(i);
+    if (op.opcode == Opcode::BAND_LOOP) {
+      Region r;
+      Status s = DescribeRegion(m, i, &r);
+      RegionPlan plan;
+      if (s.ok()) {
+        PlanRegion(r.desc, r.band_rows, &plan);
+        s = CheckCapacities(m, r, plan);
+      }
+      if (s.ok()) s = CheckInPlace(m, r, op, plan);
+      if (!s.ok()) return s.Prefix("fused region at op %u", (unsigned)i);
+      i += r.num_ops;  // regions do not nest (DescribeRegionOps refused a BAND_LOOP)
+      continue;
+    }
+    // Outside a region nothing reads or writes a BANDED tensor.
+    for (uint32_t k = 0; k < op.num_inputs + op.num_outputs; ++k) {
+      const uint16_t t = k < op.num_inputs ? op.inputs[k] : op.outputs[k - op.num_inputs];
+      if (t != kNoTensor && (m.tensor(t).flags & kTensorFlagBanded) != 0)
+        return ops::Fail("op %u (%s) uses BANDED tensor %u outside a fused region", (unsigned)i,
+                         OpcodeName(op.opcode), (unsigned)t);
+    }
+  }
+  for (uint32_t i = 0; i < m.num_inputs() + m.num_outputs(); ++i) {
+    const uint16_t t = i < m.num_inputs() ? m.input(i) : m.output(i - m.num_inputs());
+    if ((m.tensor(t).flags & kTensorFlagBanded) != 0)
+      return ops::Fail("graph %s tensor %u is BANDED", i < m.num_inputs() ? "input" : "output",
+                       (unsigned)t);
+  }
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------ run
+
+namespace {
+
+struct BandState {
+  Region r;
+  uint8_t* base[kMaxRegionTensors];   // row `have[t].lo` of t is at base[t]
+  RowRange have[kMaxRegionTensors];   // rows of t present
+  uint32_t row_bytes[kMaxRegionTensors];
+};
+
+// Runs region op i on output rows `rows` (already placed in its buffer).
+Status RunOpRows(const Model& m, const EvalContext& ctx, BandState& st, uint32_t i, RowRange rows,
+                 uint8_t* out_data) {
+  const OpInfo op = m.op(st.r.first_op + i);
+  OpBandSupport s;
+  DescribeOp(m, op, &s);
+  const RegionOpDesc& d = st.r.desc.ops[i];
+  TensorView views[kMaxRegionOpRowInputs + 1];
+  uint32_t n = 0;
+  int32_t pad_top = 0;
+  for (uint32_t j = 0; j < d.num_inputs; ++j) {
+    const uint32_t t = d.in[j];
+    const RowRange in = InputRows(d.window[j], st.r.desc.height[t], rows);
+    views[n++] = {st.r.tensors[t], in.size(),
+                  st.base[t] + (size_t)(in.lo - st.have[t].lo) * st.row_bytes[t]};
+    // The window of output row rows.lo starts at rows.lo*stride - pad; in
+    // the band (whose row 0 is input row in.lo) that is -pad_top.
+    if (j == 0)
+      pad_top = (int32_t)((int64_t)in.lo - ((int64_t)rows.lo * d.window[0].stride - d.window[0].pad));
+  }
+  views[n++] = {st.r.tensors[d.out], rows.size(), out_data};
+  // Params with the band's top pad (bounded by the op's own pad: 0..65535).
+  uint8_t words[4 * 16];
+  OpInfo band_op = op;
+  if (s.pad_word >= 0) {
+    if (op.params_count > 16) return Status::Error(StatusCode::kInvalidBlob, "params too long for a band");
+    memcpy(words, op.params, 4u * op.params_count);
+    memcpy(words + 4 * s.pad_word, &pad_top, 4);
+    band_op.params = words;
+  }
+  EvalContext band_ctx = ctx;
+  band_ctx.views = views;
+  band_ctx.num_views = n;
+  return LookupOpKernel(op.opcode)->eval(band_op, band_ctx);
+}
+
+}  // namespace
+
+}  // namespace band
+
+namespace {
+
+using namespace xts3;
+using namespace band;
+
+Status ValidateBandLoop(const Model&, const OpInfo& op) {
+  // The region itself is checked by CheckRegions once every op is parsed.
+  const auto p = op.Params<BAND_LOOP_Params>();
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.num_ops, "num_ops", 1, (int32_t)kMaxRegionOps));
+  return ops::ExpectRange(p.band_rows, "band_rows", 1, (int32_t)kMaxDim);
+}
+
+Status EvalBandLoop(const OpInfo& loop, const EvalContext& ctx) {
+  const Model& m = *ctx.model;
+  BandState st;
+  ESPNN_RETURN_IF_ERROR(DescribeRegion(m, loop.index, &st.r));
+  const RegionDesc& d = st.r.desc;
+  const uint32_t out_t = OutputTensor(d);
+  for (uint32_t t = 0; t < d.num_tensors; ++t) {
+    const TensorInfo ti = m.tensor(st.r.tensors[t]);
+    st.base[t] = ctx.arena + ti.offset;
+    st.row_bytes[t] = RowBytes(ti);
+    st.have[t] = st.r.produced[t] ? RowRange{0, 0} : RowRange{0, ti.dims[1]};
+  }
+  uint8_t* staging = st.r.in_place ? ctx.arena + m.tensor(st.r.staging).offset : nullptr;
+  uint8_t* x_base = st.r.in_place ? st.base[d.in_place_input] : nullptr;
+  const uint32_t out_row = st.row_bytes[out_t];
+  uint32_t flushed = 0;  // IN_PLACE: output rows [0, flushed) are written back
+
+  const uint32_t bands = NumBands(d, st.r.band_rows);
+  RowRange need[kMaxRegionTensors], next[kMaxRegionTensors];
+  BandNeeds(d, st.r.band_rows, 0, next);
+  for (uint32_t k = 0; k < bands; ++k) {
+    for (uint32_t t = 0; t < d.num_tensors; ++t) need[t] = next[t];
+    if (k + 1 < bands) BandNeeds(d, st.r.band_rows, k + 1, next);
+    for (uint32_t i = 0; i < d.num_ops; ++i) {
+      const uint32_t o = d.ops[i].out;
+      const RowRange want = need[o];
+      if (o == out_t) {
+        uint8_t* dst = st.r.in_place ? staging + (size_t)(want.lo - flushed) * out_row
+                                     : st.base[o] + (size_t)want.lo * out_row;
+        ESPNN_RETURN_IF_ERROR(RunOpRows(m, ctx, st, i, want, dst));
+        continue;
+      }
+      // Keep the rows this band shares with the last one, compute the rest.
+      RowRange& have = st.have[o];
+      uint32_t from = want.lo;
+      if (!have.empty() && have.hi > want.lo) {
+        memmove(st.base[o], st.base[o] + (size_t)(want.lo - have.lo) * st.row_bytes[o],
+                (size_t)(have.hi - want.lo) * st.row_bytes[o]);
+        from = have.hi;
+      }
+      st.base[o] = ctx.arena + m.tensor(st.r.tensors[o]).offset;
+      have = want;
+      if (want.hi > from)
+        ESPNN_RETURN_IF_ERROR(RunOpRows(m, ctx, st, i, {from, want.hi},
+                                        st.base[o] + (size_t)(from - want.lo) * st.row_bytes[o]));
+    }
+    if (st.r.in_place) {
+      const RowRange band_rows = BandRows(d, st.r.band_rows, k);
+      const uint32_t upto = FlushedAfter(d, st.r.band_rows, k, next);
+      memcpy(x_base + (size_t)flushed * out_row, staging, (size_t)(upto - flushed) * out_row);
+      memmove(staging, staging + (size_t)(upto - flushed) * out_row,
+              (size_t)(band_rows.hi - upto) * out_row);
+      flushed = upto;
+      // The input's rows below `flushed` are now output rows; no later band
+      // reads them (FlushedAfter).
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+extern const OpKernel kBandLoopKernel = {ValidateBandLoop, nullptr, EvalBandLoop};
+
+}  // namespace espnn
