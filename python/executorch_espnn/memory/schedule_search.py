@@ -2,35 +2,40 @@
 
 A *fused region* (memory.band_schedule.FusedRegion) runs a contiguous run of
 ops band by band, so the tensors inside it exist only as a few rows. It
-lowers the arena where those tensors are large, at the price of halo rows
-that neighbouring bands compute twice (recomputed MACs). This module picks
-the regions of one XTS3 graph:
+lowers the arena where those tensors are large; its band buffers and (in
+place) staging rows cost bytes of their own, and halo rows that
+neighbouring bands both need may be computed twice (recomputed MACs; the
+runtime of format version 2 keeps them, so that figure is 0 there, but the
+search does not assume it). This module picks the regions of one XTS3 graph:
 
 * ``mode="layer"``: no regions (every op runs on whole tensors);
 * ``mode="auto"`` (default): the smallest peak arena any schedule reaches,
-  and among the schedules that reach it the least recomputation; a chain is
-  fused only where that lowers the peak, so a graph whose peak is set
-  elsewhere (e.g. by its input and output) stays layer by layer;
-* ``mode="fused"``: every fusable chain runs fused, whole, even where the
-  peak does not need it (at the tallest band that keeps the peak of auto or
-  the budget): the same arithmetic band by band, so the exactness tests use
-  it to run every region;
+  and among the schedules that reach it the least recomputation, then the
+  fewest regions; so ops are fused only where that lowers the peak, and a
+  graph whose peak is set elsewhere (e.g. by its input and output) stays
+  layer by layer;
+* ``mode="fused"``: the same peak, but every op of a fusable chain that can
+  be in a region is (fewest ops left layer by layer): the same arithmetic
+  band by band, so exactness tests use it to run as many regions as possible;
 * ``budget``: instead of the smallest peak, the least recomputation whose
   peak fits in ``budget`` bytes (with auto: no regions at all when the
   layer-by-layer arena already fits); ``ScheduleError`` names the smallest
   peak reachable when none fits.
 
-How: the peak arena is the largest number of bytes live at one op step, and
-a region only changes the bytes live at its own steps (its banded tensors
-live nowhere else). So each maximal fusable chain (band_schedule.
-fusable_chains) is chosen on its own: first the smallest peak reachable,
-P* = every chain fused whole at one row per band (chains whose fusion does
-not help left out); then, for a target T (P*, or the budget), for each chain
-the candidate with the least recomputed MACs whose peak, with the other
-chains at their smallest, is <= T (layer by layer first, then every sub-run
-of the chain x band height x in-place, in order of recomputed MACs). Each
-peak is the planned arena (plan_arena(graph, regions).arena_size), so what
-is compared is what the writer will write, not an estimate.
+How: the arena is at least the bytes live at its busiest op step
+(memory.arena_rule). A region changes only the bytes live at its own steps
+(its band buffers live nowhere else; the tensors it reads and writes whole
+are the same at every other step), so each maximal fusable chain
+(band_schedule.fusable_chains) is split on its own, by dynamic programming
+over its ops: each op either runs layer by layer (its step's bytes as they
+are) or starts a region of the next k ops (the region's busiest step, from
+the arena rule on the graph with that region fused, at the tallest band
+that fits). First the smallest reachable bound P*: every chain split to
+minimise its busiest step. Then, for the target T (P*, or the budget), every
+chain split for the least (recomputed MACs, regions) whose steps are all
+<= T. The planner's arena for the chosen regions (plan_arena) is what is
+reported and checked against the budget; where its first-fit packing ends
+above the bound, the search retries with a lower target.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Protocol, Sequence
 
 from .arena_plan import plan_arena
 from .arena_rule import ArenaGraph, liveness
+from .band_schedule import BandGraph, FusedRegion, fusable_chains, fuse, is_fusable, recomputed_macs
 
 SCHEDULE_MODES = ("auto", "layer", "fused")
 
@@ -100,6 +106,11 @@ class BandCosts(Protocol):
     memory.band_schedule; the unit tests give synthetic costs)."""
 
     def chains(self) -> Sequence[tuple[int, int]]: ...  # maximal (first_op, num_ops) fusable runs
+    def fusable(self, first_op: int, num_ops: int) -> bool: ...  # may these ops form a region?
+    def rows(self, first_op: int, num_ops: int) -> int: ...  # output rows of the region's last op
+    def step_bytes(self) -> list[int]: ...  # bytes live at each op step, layer by layer
+    def input_bytes(self) -> int: ...  # bytes live before op 0 (the graph inputs)
+    def region_peak(self, region) -> int: ...  # bytes live at the region's busiest step; ValueError if refused
     def peak(self, regions: tuple) -> int: ...  # planned arena; ValueError for a region the rule refuses
     def recomputed(self, regions: tuple) -> int: ...  # recomputed halo MACs
     def total_macs(self) -> int: ...
@@ -110,25 +121,33 @@ class BandCosts(Protocol):
 
 @dataclass
 class GraphCosts:
-    """BandCosts of an ArenaGraph, from memory.band_schedule (the band
-    geometry of the C++ parser, through the binding) and plan_arena."""
+    """BandCosts of an ArenaGraph that carries its band geometry
+    (Xts3Writer.arena_graph, ArenaGraph.from_blob): memory.band_schedule
+    (the C++ parser's region rules and row arithmetic, through the binding)
+    and plan_arena."""
 
     graph: ArenaGraph
     _peaks: dict = field(default_factory=dict)
+    _fusable: dict = field(default_factory=dict)
 
     def chains(self):
-        try:
-            from .band_schedule import fusable_chains
-        except ImportError:  # TRANSITIONAL (i14-plan before merging i14-runtime): no fused execution yet
-            return []
         return fusable_chains(self.graph)
+
+    def fusable(self, first_op: int, num_ops: int) -> bool:
+        key = (first_op, num_ops)
+        if key not in self._fusable:
+            self._fusable[key] = is_fusable(self.graph, first_op, num_ops)
+        return self._fusable[key]
+
+    def rows(self, first_op: int, num_ops: int) -> int:
+        """Output rows of the region's last op (a band this tall is the whole tensor)."""
+        return self.graph.bands.shape(self.graph.ops[first_op + num_ops - 1].outputs[0])[1]
 
     def peak(self, regions):
         key = tuple(sorted(regions, key=lambda r: r.first_op))
         if key not in self._peaks:
             try:
-                plan = plan_arena(self.graph, regions=key) if key else plan_arena(self.graph)
-                self._peaks[key] = plan.arena_size
+                self._peaks[key] = plan_arena(self.graph, key).arena_size
             except ValueError as e:
                 self._peaks[key] = e
         result = self._peaks[key]
@@ -137,21 +156,31 @@ class GraphCosts:
         return result
 
     def recomputed(self, regions):
-        from .band_schedule import recomputed_macs
-
         return recomputed_macs(self.graph, tuple(regions))[0]
 
-    def total_macs(self):
-        from .band_schedule import recomputed_macs
+    def step_bytes(self) -> list[int]:
+        lv = liveness(self.graph)
+        return [lv.class_bytes(lv.live_at(s)) for s in range(len(self.graph.ops))]
 
+    def input_bytes(self) -> int:
+        lv = liveness(self.graph)
+        return lv.class_bytes(lv.live_at(-1))
+
+    def region_peak(self, region) -> int:
+        """Bytes live at the busiest step of ``region`` (its BAND_LOOP to its
+        last op) in the graph with only that region fused (arena rule)."""
+        fused, _ = fuse(self.graph, (region,))
+        lv = liveness(fused)
+        steps = range(region.first_op, region.first_op + region.num_ops + 1)
+        return max(lv.class_bytes(lv.live_at(s)) for s in steps)
+
+    def total_macs(self):
         return recomputed_macs(self.graph, ())[1]
 
     def layer_bound(self):
         return liveness(self.graph).lower_bound()
 
     def region(self, first_op, num_ops, band_rows, in_place):
-        from .band_schedule import FusedRegion
-
         return FusedRegion(first_op, num_ops, band_rows, in_place)
 
     def may_be_in_place(self, first_op, num_ops):
@@ -172,7 +201,7 @@ def choose_schedule(graph: ArenaGraph, *, budget: int | None = None, mode: str =
     if budget is not None and budget <= 0:
         raise ValueError(f"arena budget must be a positive number of bytes, got {budget}")
     if costs is None:
-        if graph.pinned:  # a hand-made plan (tests) is only valid as given
+        if graph.pinned or graph.bands is None:  # a hand-made plan (tests), or no row geometry to fuse by
             mode = "layer"
         costs = GraphCosts(graph)
     layer_peak = costs.peak(())
@@ -197,109 +226,151 @@ def _check_budget(s: Schedule, budget: int | None, smallest: int | None = None) 
                         f"partition reaches{how} is {smallest:,} B", budget=budget, smallest_peak=smallest)
 
 
+@dataclass
+class _Chains:
+    """The DP over every chain, for one cost model."""
+
+    costs: BandCosts
+    chains: list
+
+    def __post_init__(self):
+        self.live = self.costs.step_bytes()  # op step -> bytes live layer by layer
+        inside = {i for a, n in self.chains for i in range(a, a + n)}
+        self.outside = max([b for i, b in enumerate(self.live) if i not in inside] + [self.costs.input_bytes()])
+        self._peaks: dict = {}
+
+    def region_peak(self, first: int, num: int, rows: int, in_place: bool) -> int | None:
+        key = (first, num, rows, in_place)
+        if key not in self._peaks:
+            try:
+                self._peaks[key] = self.costs.region_peak(self.costs.region(first, num, rows, in_place))
+            except ValueError:
+                self._peaks[key] = None
+        return self._peaks[key]
+
+    def options(self, first: int, num: int) -> list[bool]:
+        """in-place flags a region of these ops may have (none: not fusable)."""
+        if not self.costs.fusable(first, num):
+            return []
+        return [False, True] if self.costs.may_be_in_place(first, num) else [False]
+
+    def heights(self, first: int, num: int) -> list[int]:
+        limit = self.costs.rows(first, num)
+        return [h for h in BAND_HEIGHTS if h < limit] or [1]
+
+    def smallest_region(self, first: int, num: int) -> int | None:
+        peaks = [p for ip in self.options(first, num) if (p := self.region_peak(first, num, 1, ip)) is not None]
+        return min(peaks) if peaks else None
+
+    def fitting_region(self, first: int, num: int, target: int):
+        """(recomputed MACs, region) of the tallest band of these ops whose
+        busiest step is <= target (in place only where that is needed), or None."""
+        for ip in self.options(first, num):
+            hs = self.heights(first, num)
+            if (p := self.region_peak(first, num, hs[0], ip)) is None or p > target:
+                continue
+            lo, hi = 0, len(hs) - 1  # region peaks grow with the band: the tallest that fits
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                p = self.region_peak(first, num, hs[mid], ip)
+                if p is not None and p <= target:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            r = self.costs.region(first, num, hs[lo], ip)
+            return self.costs.recomputed((r,)), r
+        return None
+
+    def min_bottleneck(self, chain) -> int:
+        """The least busiest step any split of ``chain`` has."""
+        first, n = chain
+        best = [0] + [None] * n
+        for p in range(n):
+            if best[p] is None:
+                continue
+            cand = [(p + 1, self.live[first + p])]
+            for k in range(1, n - p + 1):
+                peak = self.smallest_region(first + p, k)
+                if peak is not None:
+                    cand.append((p + k, peak))
+            for q, peak in cand:
+                v = max(best[p], peak)
+                if best[q] is None or v < best[q]:
+                    best[q] = v
+        return best[n]
+
+    def split(self, chain, target: int, *, fuse_all: bool):
+        """The regions of the cheapest split of ``chain`` whose steps all fit
+        ``target``: least (recomputed MACs, regions) -- with ``fuse_all``,
+        least (recomputed MACs, ops left layer by layer, regions) -- or None."""
+        first, n = chain
+
+        def rank(key):  # key = (recomputed MACs, ops left layer by layer, regions)
+            return key if fuse_all else (key[0], key[2], key[1])
+
+        best: list = [((0, 0, 0), ())] + [None] * n
+        for p in range(n):
+            if best[p] is None:
+                continue
+            (cost, layer_ops, count), regions = best[p]
+            moves = []
+            if self.live[first + p] <= target:
+                moves.append((p + 1, (cost, layer_ops + 1, count), regions))
+            for k in range(1, n - p + 1):
+                fit = self.fitting_region(first + p, k, target)
+                if fit is not None:
+                    moves.append((p + k, (cost + fit[0], layer_ops, count + 1), regions + (fit[1],)))
+            for q, key, regs in moves:
+                if best[q] is None or rank(key) < rank(best[q][0]):
+                    best[q] = (key, regs)
+        return None if best[n] is None else best[n][1]
+
+
+# A planned arena above the bound it was chosen for (first-fit packing) is
+# retried with the target lowered by the excess, at most this many times.
+_RETRIES = 4
+
+
 def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) -> Schedule:
     chains = [c for c in costs.chains() if c[1] >= 1]
+    layer = _schedule(costs, mode, (), layer_peak, budget)
     if not chains:
-        return _check_budget(_schedule(costs, mode, (), layer_peak, budget), budget)
-    smallest = _smallest_per_chain(costs, chains)
-    floor = costs.peak(tuple(r for r in smallest.values() if r is not None))
-    if floor >= layer_peak and mode == "auto":  # fusion does not lower this graph's peak
-        return _check_budget(_schedule(costs, mode, (), layer_peak, budget), budget, min(floor, layer_peak))
-    if budget is not None and floor > budget:
-        raise ScheduleError(f"no schedule fits the arena budget of {budget:,} B: the smallest peak arena this "
-                            f"partition reaches is {min(floor, layer_peak):,} B (layer by layer {layer_peak:,} B)",
-                            budget=budget, smallest_peak=min(floor, layer_peak))
-    target = floor if budget is None else budget
-    chosen = dict(smallest)
-    for chain in chains:
-        others = tuple(r for c, r in chosen.items() if c != chain and r is not None)
-        fallback = chosen[chain] if chosen[chain] is not None or mode != "fused" else costs.region(*chain, 1, False)
-        chosen[chain] = _cheapest_fit(costs, chain, others, target, force=(mode == "fused"), fallback=fallback)
-    regions = tuple(r for r in chosen.values() if r is not None)
-    if costs.peak(regions) > target:  # the planner packed the chosen regions worse together: take the floor
-        regions = tuple(r for r in smallest.values() if r is not None)
-    return _check_budget(_schedule(costs, mode, regions, layer_peak, budget), budget)
-
-
-def _smallest_per_chain(costs: BandCosts, chains) -> dict:
-    """chain -> the region with its smallest peak: the whole chain at one row
-    per band (no banded tensor bigger), in place where the rule allows it
-    (the output then takes no bytes of its own); None where leaving the chain
-    layer by layer is no worse. (Options of one chain cannot be compared by
-    the planned arena alone: another chain's larger peak hides them.)"""
-    smallest = {}
-    for first, n in chains:
-        options = ([costs.region(first, n, 1, True)] if costs.may_be_in_place(first, n) else []) + \
-            [costs.region(first, n, 1, False)]
-        smallest[(first, n)] = None
-        for r in options:
-            try:
-                costs.peak((r,))
-            except ValueError:
-                continue
-            smallest[(first, n)] = r
+        return _check_budget(layer, budget)
+    dp = _Chains(costs, chains)
+    floor = max([dp.outside] + [dp.min_bottleneck(c) for c in chains])
+    if mode == "auto" and floor >= costs.layer_bound():  # fusion does not lower this graph's peak
+        return _check_budget(layer, budget)
+    best = None
+    target = floor if budget is None else max(budget, floor)
+    for _ in range(_RETRIES + 1):
+        splits = [dp.split(c, target, fuse_all=(mode == "fused")) for c in chains]
+        if any(s is None for s in splits):
             break
-    # Drop a chain's region where the peak with every region is no higher without it.
-    everything = costs.peak(tuple(r for r in smallest.values() if r is not None))
-    for chain, r in list(smallest.items()):
-        if r is None:
-            continue
-        without = tuple(x for c, x in smallest.items() if c != chain and x is not None)
-        if costs.peak(without) <= everything:
-            smallest[chain] = None
-    return smallest
+        regions = tuple(r for s in splits for r in s)
+        peak = costs.peak(regions)
+        if best is None or peak < best[0]:
+            best = (peak, regions)
+        goal = floor if budget is None else budget
+        if peak <= goal or target <= floor:
+            break
+        target = max(floor, target - (peak - goal))
+    if best is None or (mode == "auto" and best[0] >= layer_peak):
+        best = (layer_peak, ())
+    schedule = _schedule(costs, mode, best[1], layer_peak, budget)
+    return _check_budget(schedule, budget, min(schedule.peak, layer_peak))
 
 
-def _candidates(costs: BandCosts, chain: tuple[int, int], *, whole: bool = False):
-    """Every region inside ``chain`` (sub-run x band height x in place; with
-    ``whole`` only the whole chain), least recomputation first (ties: the
-    taller band, then the shorter run)."""
-    first, n = chain
-    found = []
-    for a in ((first,) if whole else range(first, first + n)):
-        for length in ((n,) if whole else range(1, first + n - a + 1)):
-            in_place = (False, True) if costs.may_be_in_place(a, length) else (False,)
-            for rows in BAND_HEIGHTS:
-                for ip in in_place:
-                    r = costs.region(a, length, rows, ip)
-                    try:
-                        cost = costs.recomputed((r,))
-                    except ValueError:
-                        continue
-                    found.append((cost, -rows, length, a, ip, r))
-    found.sort(key=lambda c: c[:5])
-    return [c[0:1] + (c[-1],) for c in found]
-
-
-def _cheapest_fit(costs: BandCosts, chain, others: tuple, target: int, *, force: bool, fallback):
-    """The chain's region with the least recomputation whose peak (with
-    ``others``) fits ``target``; None (layer by layer) when that already fits
-    and ``force`` is off; with ``force``, the whole chain fused (at the
-    tallest band that fits); ``fallback`` when no single region fits."""
-    if not force and costs.peak(others) <= target:
-        return None
-    for _, r in _candidates(costs, chain, whole=force):
-        try:
-            if costs.peak(others + (r,)) <= target:
-                return r
-        except ValueError:
-            continue
-    return fallback
-
-
-def payload_schedule(summary: dict) -> dict:
-    """What a payload's schedule is and costs, from the native parser's
-    summary (``_native.parse``): the report's per-partition figures
+def payload_schedule(blob: bytes) -> dict:
+    """What a payload's schedule is and costs, read from the payload with
+    the native parser: the report's per-partition figures
     (docs/report-schema.json, payload): ``arena_layer_bound`` (least arena
     of any layer-by-layer plan of this op order), ``recomputed_macs`` and
     ``recompute_percent`` (halo MACs of the fused regions), ``schedule``
     (one line) and ``fused_regions``."""
-    graph, regions = _graph_and_regions(summary)
+    graph, regions = _graph_and_regions(BandGraph(bytes(blob)))
     bound = liveness(graph).lower_bound()
     recomputed = total = 0
     if regions:
-        from .band_schedule import recomputed_macs
-
         recomputed, total = recomputed_macs(graph, regions)
     return {"arena_layer_bound": bound, "recomputed_macs": recomputed,
             "recompute_percent": round(100.0 * recomputed / total, 4) if total else 0.0,
@@ -308,7 +379,34 @@ def payload_schedule(summary: dict) -> dict:
                                "in_place": bool(r.in_place)} for r in regions]}
 
 
-def _graph_and_regions(summary: dict) -> tuple[ArenaGraph, tuple]:
-    """The payload's graph with every tensor whole (layer by layer) and its
-    fused regions."""
-    return ArenaGraph.from_summary(summary), ()  # TRANSITIONAL: regions read once i14-runtime's encoding lands
+def _graph_and_regions(payload: BandGraph) -> tuple[ArenaGraph, tuple]:
+    """The payload's layer-by-layer graph (BAND_LOOP ops taken out, BANDED
+    tensors at their whole size, the band geometry of the remaining ops) and
+    its fused regions on that graph's op indices."""
+    summary = payload.summary
+    fused = ArenaGraph.from_summary(summary)
+    if not any(op.name == "BAND_LOOP" for op in fused.ops):
+        return fused, ()
+    keep = [i for i, op in enumerate(fused.ops) if op.name != "BAND_LOOP"]
+    regions = []
+    for i, op in enumerate(fused.ops):
+        if op.name == "BAND_LOOP":
+            regions.append(FusedRegion(i - len(regions), op.region_ops, summary["ops"][i]["params"]["band_rows"],
+                                       op.in_place))
+    layer_view = BandGraph(b"")  # the payload's parse, without its BAND_LOOP ops
+    layer_view.__dict__["_parsed"] = (dict(summary, ops=[summary["ops"][i] for i in keep]),
+                                      [payload.windows[i] for i in keep])
+    whole = tuple(_whole_nbytes(t) for t in summary["tensors"])
+    layer = ArenaGraph(whole, fused.in_arena, tuple(fused.ops[i] for i in keep), fused.inputs, fused.outputs,
+                       bands=layer_view)
+    return layer, tuple(regions)
+
+
+def _whole_nbytes(tensor: dict) -> int:
+    """A tensor's bytes whole (a BANDED tensor's record holds its band buffer's)."""
+    from .. import _native
+
+    n = _native.DTYPES[tensor["dtype"]][1]
+    for d in tensor["shape"]:
+        n *= d
+    return n

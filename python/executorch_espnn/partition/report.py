@@ -148,7 +148,7 @@ def payload_summary(blob: bytes, compile_specs=()) -> PayloadSummary:
         format_version=s["version"], num_ops=len(s["ops"]), num_tensors=len(s["tensors"]),
         num_inputs=len(s["inputs"]), num_outputs=len(s["outputs"]),
         xts3_ops=dict(sorted(Counter(op["op"] for op in s["ops"]).items())),
-        arena_bytes=metrics.arena_bytes, arena_lower_bound=metrics.arena_lower_bound, **payload_schedule(s),
+        arena_bytes=metrics.arena_bytes, arena_lower_bound=metrics.arena_lower_bound, **payload_schedule(blob),
         scratch_bytes=metrics.scratch_bytes, macs=metrics.macs, s3_simd_macs=metrics.s3_simd_macs,
         target=_target(compile_specs),
         op_metrics=[asdict(o) for o in metrics.ops],
