@@ -1,7 +1,7 @@
 """Fused regions: which runs of ops may execute band by band, and what a
 chosen set of them does to the arena.
 
-A fused region (xts3_format.h BAND_LOOP, docs/xts3-format.md section 7) is a
+A fused region (xts3_format.h BAND_LOOP, docs/xts3-format.md section 6, BAND_LOOP) is a
 run of consecutive ops that the runtime executes over bands of output rows:
 the intermediate tensors exist only as band buffers (BANDED tensors) of a
 few rows, so the large feature maps inside the run never exist whole. The

@@ -24,6 +24,10 @@ from .. import _native as fmt
 from ..memory import ArenaGraph, ArenaPlan, BandGraph, OpIO, plan_arena
 from ..memory.arena_rule import aligned
 
+def _native_parse(blob: bytes) -> dict:
+    return fmt.parse(blob)
+
+
 _NUMPY_TO_DTYPE = {np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32", np.dtype(np.float32): "FLOAT32"}
 
 
@@ -66,6 +70,34 @@ class Xts3Writer:
     _ops: list[_Op] = field(default_factory=list)
     _inputs: list[int] = field(default_factory=list)
     _outputs: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_blob(cls, blob: bytes) -> "Xts3Writer":
+        """The graph of a layer-by-layer blob (no fused regions), to be planned
+        and written again (e.g. with fused regions). Arena offsets are not
+        kept: to_bytes plans them."""
+        s = _native_parse(blob)
+        if any(op["op"] == "BAND_LOOP" for op in s["ops"]):
+            raise ValueError("the blob already has fused regions")
+        table = struct.unpack_from("<I", blob, fmt.HEADER_FIELDS["section_table"])[0]
+        const_base = None
+        for k in range(len(fmt.SECTIONS)):
+            kind, offset = struct.unpack_from("<II", blob, table + k * fmt.SECTION_ENTRY_SIZE)
+            if kind == fmt.SECTIONS["CONSTANTS"][0]:
+                const_base = offset
+        w = cls()
+        for t in s["tensors"]:
+            if t["memory"] == "CONSTANT":
+                data = bytes(blob[const_base + t["offset"]:const_base + t["offset"] + t["nbytes"]])
+                w._tensors.append(_Tensor(tuple(t["shape"]), t["dtype"], "CONSTANT", t["scale"], t["zero_point"], data))
+            else:
+                w._tensors.append(_Tensor(tuple(t["shape"]), t["dtype"], "ARENA", t["scale"], t["zero_point"]))
+        for op in s["ops"]:
+            names = fmt.OPCODES[op["op"]]["params"]
+            w._ops.append(_Op(op["op"], [fmt.NO_TENSOR if t is None else t for t in op["inputs"]],
+                              list(op["outputs"]), [op["params"][n] for n in names], op["debug_handle"]))
+        w._inputs, w._outputs = list(s["inputs"]), list(s["outputs"])
+        return w
 
     # -- tensors ---------------------------------------------------------------
     def tensor(self, shape: Sequence[int], dtype: str = "INT8", *, scale: float = 0.0,

@@ -245,7 +245,7 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // (kBandFlag*): IN_PLACE = the region's output occupies exactly the bytes of
 // its input (input 0 of the region's first op, same shape) and each output
 // row is staged in the BAND_LOOP's one output tensor (int8 [rows, W*C])
-// until no later band reads that input row. docs/xts3-format.md section 7.
+// until no later band reads that input row. docs/xts3-format.md section 6, BAND_LOOP.
 #define ESPNN_XTS3_PARAMS_BAND_LOOP(F) F(num_ops) F(band_rows) F(flags)
 
 // One C struct per opcode with the fields above, in order, all int32_t.

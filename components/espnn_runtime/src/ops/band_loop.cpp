@@ -1,5 +1,5 @@
 // BAND_LOOP: a fused region, executed band by band (xts3_format.h,
-// espnn/band_geometry.h for the row arithmetic, docs/xts3-format.md §7).
+// espnn/band_geometry.h for the row arithmetic, docs/xts3-format.md §6 BAND_LOOP).
 //
 // Each band runs the region's ops in order, each on the rows that band needs
 // and no earlier band computed. An op runs through its ordinary eval() with
@@ -98,6 +98,13 @@ uint32_t EnclosingLoop(const Model& m, uint32_t index) {
     return (uint32_t)p.num_ops >= back ? index - back : kNotInRegion;
   }
   return kNotInRegion;
+}
+
+bool WritesThroughStaging(const Model& m, const OpInfo& op) {
+  const uint32_t loop = EnclosingLoop(m, op.index);
+  if (loop == kNotInRegion) return false;
+  const auto p = m.op(loop).Params<BAND_LOOP_Params>();
+  return (p.flags & kBandFlagInPlace) != 0 && loop + (uint32_t)p.num_ops == op.index;
 }
 
 namespace {

@@ -34,5 +34,10 @@ Status CheckRegions(const Model& m);
 constexpr uint32_t kNotInRegion = 0xFFFFFFFFu;
 uint32_t EnclosingLoop(const Model& m, uint32_t index);
 
+// True for the last op of an IN_PLACE region: its output sits on its input's
+// bytes but it writes through the staging buffer (kernels that refuse an
+// overlapping output accept this one; the parser's arena check decides).
+bool WritesThroughStaging(const Model& m, const OpInfo& op);
+
 }  // namespace band
 }  // namespace espnn

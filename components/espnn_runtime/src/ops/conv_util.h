@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "ops/band_loop.h"
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
 
@@ -163,7 +164,8 @@ inline ConvShape ReadConvShape(const EvalContext& ctx, const OpInfo& op) {
 // Tensors of all three ops: int8 NHWC input and output of the same batch,
 // and an int8 rank-4 constant filter with symmetric quantization (ESP-NN has
 // no filter offset). The ops read their input while writing their output,
-// so the two must not share arena bytes.
+// so the two must not share arena bytes (except the last op of an IN_PLACE
+// fused region, which writes through its staging buffer).
 inline Status CheckConvTensors(const Model& m, const OpInfo& op) {
   const TensorInfo in = ops::InputTensor(m, op, kInput), f = ops::InputTensor(m, op, kFilter),
                    out = ops::OutputTensor(m, op, 0);
@@ -175,7 +177,7 @@ inline Status CheckConvTensors(const Model& m, const OpInfo& op) {
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", xts3::DType::INT8, 4));
   if (in.memory == xts3::Memory::ARENA) {
     const uint64_t a0 = in.offset, a1 = a0 + in.nbytes, b0 = out.offset, b1 = b0 + out.nbytes;
-    if (a0 < b1 && b0 < a1)
+    if (a0 < b1 && b0 < a1 && !band::WritesThroughStaging(m, op))
       return ops::Fail("input and output overlap in the arena (the op cannot run in place)");
   }
   if (out.dims[0] != in.dims[0])

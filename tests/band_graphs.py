@@ -1,0 +1,117 @@
+"""Chains of row-local ops for fused-region tests (BAND_LOOP): random
+geometry (kernel, stride, dilation, pad at the borders, residual ADD,
+elementwise ops), built with Xts3Writer. Shared by tests/ops/test_band_loop.py
+and the op corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from executorch_espnn import quant_params as qp
+from executorch_espnn.serialization import Xts3Writer
+
+S, Z = 0.05, -3
+
+
+def _requant(w: Xts3Writer, rng, cout: int):
+    mult, shift = qp.conv_multipliers(S, np.full(cout, 0.01, np.float32), S)
+    return [w.constant(rng.integers(-500, 500, cout, dtype=np.int32)), w.constant(mult), w.constant(shift)]
+
+
+def _out_size(n: int, k: int, stride: int, dil: int, pad: int, end_pad: int) -> int:
+    return (n + pad + end_pad - (dil * (k - 1) + 1)) // stride + 1
+
+
+def _window(rng, n: int):
+    """(k, stride, dilation, pad, out) for one axis of size n, pads at both borders."""
+    while True:
+        k = int(rng.choice([1, 3, 5]))
+        stride = int(rng.choice([1, 1, 2]))
+        dil = int(rng.choice([1, 1, 2])) if k > 1 else 1
+        extent = dil * (k - 1) + 1
+        pad = int(rng.integers(0, extent)) if extent > 1 else 0
+        end = int(rng.integers(0, extent)) if extent > 1 else 0
+        if n + pad + end >= extent:
+            return k, stride, dil, pad, _out_size(n, k, stride, dil, pad, end)
+
+
+def conv(w, rng, x, shape, *, depthwise: bool, k=None, stride=None, dil=None, pad=None, cout=None,
+         act=(-128, 127)):
+    """A CONV2D or DEPTHWISE_CONV2D on x ([1,H,W,C]); returns (output, its shape)."""
+    _, h, wd, c = shape
+    if k is None:
+        kh, sh, dh, ph, oh = _window(rng, h)
+        kw, sw, dw_, pw, ow = _window(rng, wd)
+    else:  # the same square window on both axes, symmetric padding
+        kh, sh, dh, ph = kw, sw, dw_, pw = k, stride, dil, pad
+        oh, ow = _out_size(h, kh, sh, dh, ph, ph), _out_size(wd, kw, sw, dw_, pw, pw)
+    cout = c if depthwise else (cout or int(rng.integers(1, 9)))
+    params = dict(stride_h=sh, stride_w=sw, pad_top=ph, pad_left=pw, dilation_h=dh, dilation_w=dw_,
+                  input_offset=-Z, output_offset=Z, act_min=act[0], act_max=act[1])
+    y = w.tensor([1, oh, ow, cout], scale=S, zero_point=Z)
+    if depthwise:
+        f = w.constant(rng.integers(-127, 128, (1, kh, kw, cout), dtype=np.int8))
+        w.op("DEPTHWISE_CONV2D", [x, f, *_requant(w, rng, cout)], [y], ch_mult=1, **params)
+    else:
+        f = w.constant(rng.integers(-127, 128, (cout, kh, kw, c), dtype=np.int8))
+        w.op("CONV2D", [x, f, *_requant(w, rng, cout)], [y], groups=1, **params)
+    return y, (1, oh, ow, cout)
+
+
+def add(w, a, b, shape):
+    y = w.tensor(list(shape), scale=S, zero_point=Z)
+    w.op("ADD", [a, b], [y], input1_offset=-Z, input2_offset=-Z, input1_mult=1 << 30, input1_shift=0,
+         input2_mult=1 << 30, input2_shift=-1, left_shift=20, output_offset=Z, output_mult=1 << 30,
+         output_shift=-19, act_min=-128, act_max=127)
+    return y
+
+
+def lut(w, rng, x, shape):
+    y = w.tensor(list(shape), scale=S, zero_point=Z)
+    w.op("LUT", [x, w.constant(rng.integers(-128, 128, 256, dtype=np.int8))], [y])
+    return y
+
+
+def random_chain(seed: int) -> tuple[Xts3Writer, int]:
+    """A graph whose ops 0..n-1 form one fusable chain: convs and depthwise
+    convs of random geometry, LUTs, and a residual ADD of the chain input when
+    the shapes allow. Returns (writer, number of ops)."""
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    h, wd, c = int(rng.integers(4, 14)), int(rng.integers(3, 8)), int(rng.integers(1, 9))
+    shape = (1, h, wd, c)
+    x = w.tensor(list(shape), scale=S, zero_point=Z)
+    t, n = x, 0
+    for _ in range(int(rng.integers(2, 6))):
+        kind = rng.choice(["conv", "dw", "pw", "lut"])
+        if kind == "lut":
+            t = lut(w, rng, t, shape)
+        elif kind == "pw":
+            t, shape = conv(w, rng, t, shape, depthwise=False, k=1, stride=1, dil=1, pad=0)
+        else:
+            t, shape = conv(w, rng, t, shape, depthwise=kind == "dw")
+        n += 1
+    if shape == (1, h, wd, c) and rng.random() < 0.7:
+        t = add(w, t, x, shape)
+        n += 1
+    w.set_inputs([x])
+    w.set_outputs([t])
+    return w, n
+
+
+def inverted_residual(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, seed: int = 0,
+                      stride: int = 1) -> tuple[Xts3Writer, int]:
+    """expand 1x1 -> depthwise 3x3 (stride) -> project 1x1 (+ residual ADD when stride 1)."""
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    x = w.tensor([1, h, wd, c], scale=S, zero_point=Z)
+    e, s1 = conv(w, rng, x, (1, h, wd, c), depthwise=False, k=1, stride=1, dil=1, pad=0, cout=expand)
+    d, s2 = conv(w, rng, e, s1, depthwise=True, k=3, stride=stride, dil=1, pad=1)
+    p, s3 = conv(w, rng, d, s2, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=c)
+    n = 3
+    if stride == 1 and s3 == (1, h, wd, c):
+        p = add(w, p, x, s3)
+        n = 4
+    w.set_inputs([x])
+    w.set_outputs([p])
+    return w, n

@@ -1,0 +1,284 @@
+"""Fused regions (BAND_LOOP): executing a chain of ops band by band gives
+exactly the bytes of executing the same ops one after the other (the
+specification of fusion: the layer-by-layer ops have their own oracles in
+the other tests/ops modules), the arena shrinks as planned, nothing is
+recomputed, and the parser refuses malformed regions."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import band_graphs as bg
+import xts3_mutations as xm
+from executorch_espnn import _native
+from executorch_espnn.memory import (FusedRegion, fusable_chains, is_fusable, plan_arena,
+                                     recomputed_macs, region_layout)
+from executorch_espnn.serialization import Xts3Writer
+from graph_util import expect_rejected
+
+
+def _run(blob: bytes, x: np.ndarray) -> list[np.ndarray]:
+    return _native.run(blob, [x])
+
+
+def _input(w: Xts3Writer, seed: int) -> np.ndarray:
+    shape = _native.parse(w.to_bytes())["tensors"][w._inputs[0]]["shape"]
+    return np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
+
+
+def _out_rows(w: Xts3Writer, last_op: int) -> int:
+    return w.arena_graph().bands.shape(w._ops[last_op].outputs[0])[1]
+
+
+# ------------------------------------------------------------------ exactness
+@pytest.mark.parametrize("seed", range(40))
+def test_random_chains_fused_are_bit_identical_for_every_band_height(seed):
+    w, n = bg.random_chain(seed)
+    g = w.arena_graph()
+    assert is_fusable(g, 0, n)
+    x = _input(w, seed)
+    ref = _run(w.to_bytes(), x)
+    in_place_ok = g.bands.shape(w._inputs[0]) == g.bands.shape(w._outputs[0])
+    for rows in range(1, _out_rows(w, n - 1) + 1):
+        for in_place in (False, True) if in_place_ok else (False,):
+            blob = w.to_bytes(w.plan([FusedRegion(0, n, rows, in_place)]))
+            assert _native.parse(blob)["version"] == 2
+            out = _run(blob, x)
+            assert all(np.array_equal(a, b) for a, b in zip(out, ref)), (seed, rows, in_place)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_inverted_residual_fused_exact_smaller_and_without_recompute(stride):
+    w, n = bg.inverted_residual(stride=stride, seed=stride)
+    g = w.arena_graph()
+    x = _input(w, 3)
+    base = w.to_bytes()
+    ref = _run(base, x)
+    layer = _native.parse(base)["arena_bytes"]
+    for rows in (1, 2, 3):
+        plan = w.plan([FusedRegion(0, n, rows)])
+        blob = w.to_bytes(plan)
+        assert _native.parse(blob)["arena_bytes"] == plan.size < layer
+        assert all(np.array_equal(a, b) for a, b in zip(_run(blob, x), ref))
+        extra, total = recomputed_macs(g, [FusedRegion(0, n, rows)])
+        assert extra == 0 and total > 0
+
+
+def test_band_buffers_hold_the_rows_the_window_needs():
+    # expand 1x1 then depthwise 3x3 stride 1, band of 2 output rows: the
+    # depthwise needs 2 + 2 halo rows of the expansion, which needs 4 rows of
+    # nothing banded; the depthwise output (read by the 1x1 project) 2 rows.
+    w, n = bg.inverted_residual(h=10, wd=6, c=8, expand=24)
+    lay = region_layout(w.arena_graph(), FusedRegion(0, n, 2))
+    e, d = w._ops[0].outputs[0], w._ops[1].outputs[0]
+    assert lay.banded_rows == {e: 4, d: 2, w._ops[2].outputs[0]: 2}
+    assert lay.computed_rows == (10, 10, 10, 10)  # every row once
+
+
+def test_in_place_region_stages_only_the_rows_still_needed():
+    # A single in-place 3x3 depthwise (pad 1) with one-row bands: output row r
+    # may overwrite input row r once band r+1 (reading rows r..r+2) is done,
+    # so at most 2 rows wait in the staging buffer.
+    w, _ = bg.inverted_residual(h=10, wd=6, c=8, expand=8)
+    lay = region_layout(w.arena_graph(), FusedRegion(1, 1, 1, True))
+    assert lay.staging_shape == (2, 6 * 8)
+
+
+def test_invoke_op_inside_a_region_does_nothing_and_the_loop_runs_it():
+    w, n = bg.inverted_residual()
+    x = _input(w, 1)
+    ref = _run(w.to_bytes(), x)
+    blob = w.to_bytes(w.plan([FusedRegion(0, n, 2)]))
+    ops = _native.parse(blob)["ops"]
+    assert [o["op"] for o in ops][:1] == ["BAND_LOOP"] and ops[0]["params"] == {"num_ops": n, "band_rows": 2,
+                                                                                  "flags": 0}
+    assert np.array_equal(_run(blob, x)[0], ref[0])
+
+
+# ------------------------------------------------------------------ zoo
+def _zoo_payload(name: str) -> bytes:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("executorch")
+    from executorch_espnn import delegate_payloads, quantize, to_espnn_edge
+    from executorch_espnn import models as M
+
+    make = {"ds_cnn": M.ds_cnn, "mobilenet_v2_96": lambda: M.mobilenet_v2(num_classes=10, resolution=96)}[name]
+    model, example = make()
+    edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example))
+    (payload,) = delegate_payloads(edge)
+    return payload
+
+
+def _same_outputs(a: bytes, b: bytes) -> bool:
+    s = _native.parse(a)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(s["tensors"][t]["shape"]).astype(np.float32) if s["tensors"][t]["dtype"] == "FLOAT32"
+          else rng.integers(-128, 128, s["tensors"][t]["shape"], dtype=np.int8) for t in s["inputs"]]
+    return all(np.array_equal(p, q) for p, q in zip(_native.run(a, xs), _native.run(b, xs)))
+
+
+def test_ds_cnn_in_place_regions_fit_9600_bytes_bit_exactly():
+    payload = _zoo_payload("ds_cnn")
+    w = Xts3Writer.from_blob(payload)
+    g = w.arena_graph()
+    assert _native.parse(w.to_bytes())["arena_bytes"] == 16000  # the layer-by-layer bound
+    convs = [i for i, op in enumerate(g.ops) if op.name in ("CONV2D", "DEPTHWISE_CONV2D")
+             and g.bands.shape(op.inputs[0]) == g.bands.shape(op.outputs[0])]
+    assert len(convs) == 8  # 4 x (depthwise 3x3, pointwise 1x1) on 25x5x64
+    regions = [FusedRegion(i, 1, 1, in_place=True) for i in convs]
+    plan = w.plan(regions)
+    blob = w.to_bytes(plan)
+    assert _native.parse(blob)["arena_bytes"] == plan.size == 8640 <= 9600
+    assert _same_outputs(payload, blob)
+
+
+def test_mobilenet_v2_96_every_block_fused_is_bit_exact():
+    payload = _zoo_payload("mobilenet_v2_96")
+    w = Xts3Writer.from_blob(payload)
+    g = w.arena_graph()
+    names = [op.name for op in g.ops]
+    # stem conv + first block, then every inverted residual block (+ ADD)
+    blocks, i = [], names.index("CONV2D")
+    blocks.append((i, 3))
+    i += 3
+    while names[i:i + 2] == ["CONV2D", "DEPTHWISE_CONV2D"]:
+        n = 4 if names[i + 3] == "ADD" else 3
+        blocks.append((i, n))
+        i += n
+    assert len(blocks) == 17 and all(is_fusable(g, a, n) for a, n in blocks)
+    for rows in (1, 3):
+        regions = [FusedRegion(a, n, rows) for a, n in blocks]
+        blob = w.to_bytes(w.plan(regions))
+        assert _same_outputs(payload, blob), rows
+        assert recomputed_macs(g, regions)[0] == 0
+    # every maximal fusable chain at once (as many as do not overlap)
+    chosen, end = [], -1
+    for a, n in fusable_chains(g):
+        if a > end:
+            chosen.append(FusedRegion(a, n, 2))
+            end = a + n - 1
+    assert _same_outputs(payload, w.to_bytes(w.plan(chosen)))
+
+
+# ------------------------------------------------------------------ parser
+def _fused(in_place: bool = False, rows: int = 2):
+    w, n = bg.inverted_residual(stride=1, expand=8 if in_place else 24)
+    region = FusedRegion(1, 1, rows, True) if in_place else FusedRegion(0, n, rows)
+    blob = w.to_bytes(w.plan([region]))
+    _native.parse(blob)
+    return w, blob
+
+
+def _tensor_field(blob: bytes, t: int, field: str, code: str, value: int) -> bytes:
+    return xm.patch(blob, xm.Layout(blob).tensor(t) + _native.TENSOR_FIELDS[field], code, value)
+
+
+def _param(blob: bytes, op: int, k: int, value: int) -> bytes:
+    lay = xm.Layout(blob)
+    rec = lay.sections["OPS"].offset + op * _native.OP_RECORD_SIZE
+    start = struct.unpack_from("<I", blob, rec + _native.OP_FIELDS["params_start"])[0]
+    return xm.patch(blob, lay.sections["PARAMS"].offset + 4 * (start + k), "i", value)
+
+
+def _summary(blob):
+    return _native.parse(blob)
+
+
+def test_parser_rejects_a_band_buffer_one_row_short():
+    _, blob = _fused()
+    s = _summary(blob)
+    e = s["ops"][1]["outputs"][0]  # expansion: BANDED
+    t = s["tensors"][e]
+    row = t["shape"][2] * t["shape"][3]
+    expect_rejected(_tensor_field(blob, e, "nbytes", "I", t["nbytes"] - row), "BANDED tensor", "needs")
+
+
+def test_parser_rejects_banded_flag_errors():
+    _, blob = _fused()
+    s = _summary(blob)
+    e, y = s["ops"][1]["outputs"][0], s["outputs"][0]
+    # an intermediate without the flag (its nbytes no longer whole elements either)
+    expect_rejected(_tensor_field(blob, e, "flags", "B", 0), "nbytes")
+    # the region output flagged
+    expect_rejected(_tensor_field(blob, y, "flags", "B", 1), "BANDED")
+    # an unknown flag bit
+    expect_rejected(_tensor_field(blob, e, "flags", "B", 3), "flags 0x3 not defined")
+
+
+def test_parser_rejects_banded_tensors_in_version_1():
+    _, blob = _fused()
+    expect_rejected(xm.patch(blob, _native.HEADER_FIELDS["version"], "H", 1), "")
+
+
+@pytest.mark.parametrize("k, value, fragment", [
+    (0, 0, "num_ops"), (0, 33, "num_ops"), (0, 30, "runs past the last op"), (1, 0, "band_rows"),
+    (2, 4, "unknown bits"), (2, 1, "IN_PLACE"),
+])
+def test_parser_rejects_bad_band_loop_params(k, value, fragment):
+    _, blob = _fused()
+    expect_rejected(_param(blob, 0, k, value), fragment)
+
+
+def test_parser_rejects_a_region_that_ends_inside_the_chain():
+    _, blob = _fused()
+    # num_ops 2: op 2's BANDED output would be the region output
+    expect_rejected(_param(blob, 0, 0, 2), "must not be BANDED")
+
+
+def test_parser_rejects_a_region_over_an_op_that_cannot_run_on_bands():
+    w = Xts3Writer()
+    x = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
+    m = w.tensor([1, 5, 5, 4], scale=bg.S, zero_point=bg.Z)
+    y = w.tensor([1, 5, 5, 4], scale=bg.S, zero_point=bg.Z)
+    w.op("MAX_POOL2D", [x], [m], kernel_h=2, kernel_w=2, stride_h=1, stride_w=1, pad_top=0, pad_left=0,
+         act_min=-128, act_max=127)
+    w.op("LUT", [m, w.constant(np.arange(256, dtype=np.int64).astype(np.int8))], [y])
+    w.set_inputs([x])
+    w.set_outputs([y])
+    assert not is_fusable(w.arena_graph(), 0, 2)
+    with pytest.raises(ValueError, match="cannot form a fused region"):
+        w.plan([FusedRegion(0, 2, 1)])
+
+
+def test_parser_rejects_overlapping_region_tensors():
+    _, blob = _fused()
+    s = _summary(blob)
+    x, d = s["inputs"][0], s["ops"][2]["outputs"][0]  # the region input and the depthwise band
+    expect_rejected(_tensor_field(blob, d, "offset", "I", s["tensors"][x]["offset"]),
+                    "another tensor of the same fused region")
+
+
+def test_parser_rejects_in_place_errors():
+    _, blob = _fused(in_place=True)
+    s = _summary(blob)
+    loop = next(i for i, o in enumerate(s["ops"]) if o["op"] == "BAND_LOOP")
+    staging = s["ops"][loop]["outputs"][0]
+    st = s["tensors"][staging]
+    # staging one row short
+    expect_rejected(_tensor_field(_tensor_field(blob, staging, "dims", "I", st["shape"][0] - 1), staging,
+                                  "nbytes", "I", st["nbytes"] - st["shape"][1]), "staging", "needs")
+    # the output moved off its input
+    y = s["ops"][loop + 1]["outputs"][0]
+    expect_rejected(_tensor_field(blob, y, "offset", "I", s["tensors"][y]["offset"] + 16 * 1024), "")
+    # not in place any more, but still a staging output
+    expect_rejected(_param(blob, loop, 2, 0), "")
+
+
+def test_parser_rejects_a_banded_tensor_read_outside_its_region():
+    w, n = bg.inverted_residual(stride=1)
+    e = w._ops[0].outputs[0]
+    extra = w.tensor(list(w.arena_graph().bands.shape(e)), scale=bg.S, zero_point=bg.Z)
+    w.op("LUT", [e, w.constant(np.zeros(256, np.int8))], [extra])
+    w.set_outputs(w._outputs + [extra])
+    assert not is_fusable(w.arena_graph(), 0, n)
+
+
+def test_regions_must_not_overlap_and_must_exist():
+    w, n = bg.inverted_residual()
+    g = w.arena_graph()
+    with pytest.raises(ValueError, match="overlap"):
+        plan_arena(g, [FusedRegion(0, 2, 1), FusedRegion(1, 2, 1)])
+    assert fusable_chains(g) == [(0, n)]
