@@ -107,7 +107,7 @@ class BandCosts(Protocol):
 
     def chains(self) -> Sequence[tuple[int, int]]: ...  # maximal (first_op, num_ops) fusable runs
     def fusable(self, first_op: int, num_ops: int) -> bool: ...  # may these ops form a region?
-    def rows(self, first_op: int, num_ops: int) -> int: ...  # output rows of the region's last op
+    def output_rows(self, first_op: int, num_ops: int) -> int: ...  # output rows of the region's last op
     def step_bytes(self) -> list[int]: ...  # bytes live at each op step, layer by layer
     def input_bytes(self) -> int: ...  # bytes live before op 0 (the graph inputs)
     def region_peak(self, region) -> int: ...  # bytes live at the region's busiest step; ValueError if refused
@@ -139,7 +139,7 @@ class GraphCosts:
             self._fusable[key] = is_fusable(self.graph, first_op, num_ops)
         return self._fusable[key]
 
-    def rows(self, first_op: int, num_ops: int) -> int:
+    def output_rows(self, first_op: int, num_ops: int) -> int:
         """Output rows of the region's last op (a band this tall is the whole tensor)."""
         return self.graph.bands.shape(self.graph.ops[first_op + num_ops - 1].outputs[0])[1]
 
@@ -255,7 +255,7 @@ class _Chains:
         return [False, True] if self.costs.may_be_in_place(first, num) else [False]
 
     def heights(self, first: int, num: int) -> list[int]:
-        limit = self.costs.rows(first, num)
+        limit = self.costs.output_rows(first, num)
         return [h for h in BAND_HEIGHTS if h < limit] or [1]
 
     def smallest_region(self, first: int, num: int) -> int | None:
