@@ -97,9 +97,21 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
         blob = ctx.writer.to_bytes(ctx.writer.plan(schedule.regions))
     except ValueError as e:
         raise LoweringError(f"serialization failed: {e}") from None
-    validate(blob, ctx.op_nodes)
+    validate(blob, _with_band_loops(ctx.op_nodes, schedule.regions))
     return LoweredProgram(blob, list(ctx.op_nodes), ctx.num_tensors, len(ctx.op_nodes), len(sub.inputs),
                           len(sub.outputs), schedule)
+
+
+def _with_band_loops(op_nodes: list[str], regions) -> list[str]:
+    """The fx node of each op of the blob, whose fused regions each start
+    with a BAND_LOOP op: named after the region's first op's node."""
+    starts = {r.first_op for r in regions}
+    out = []
+    for i, name in enumerate(op_nodes):
+        if i in starts:
+            out.append(name)
+        out.append(name)
+    return out
 
 
 _OP_RE = re.compile(r"\bop (\d+)\b")
