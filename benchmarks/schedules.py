@@ -42,12 +42,8 @@ def make_model(name: str):
     from executorch_espnn import models
 
     if name == "efficientnet_b0":
-        try:
-            import torchvision
-        except ImportError:
-            raise SystemExit("efficientnet_b0 needs torchvision (the model is torchvision's, random weights)")
         torch.manual_seed(0)
-        model = torchvision.models.efficientnet_b0(weights=None).eval()
+        model = _torchvision_efficientnet_b0().eval()
         example = (torch.randn(1, 3, 224, 224),)
     elif name == "mobilenet_v2_96":  # reduced resolution: small enough for the lx106 emulator
         model, example = models.mobilenet_v2(resolution=96)
@@ -56,6 +52,31 @@ def make_model(name: str):
     g = torch.Generator().manual_seed(1)
     calibration = [example] + [tuple(torch.randn(x.shape, generator=g) for x in example) for _ in range(3)]
     return model, example, calibration
+
+
+def _torchvision_efficientnet_b0():
+    """torchvision's efficientnet_b0(weights=None). A torchvision wheel built
+    for another torch fails in its package __init__ (registering its C++
+    ops, e.g. "operator torchvision::nms does not exist"); the model's
+    definition is plain Python and needs none of them, so then its modules
+    are loaded without that __init__."""
+    import importlib.util
+    import types
+
+    try:
+        import torchvision
+    except ImportError as e:
+        raise SystemExit(f"efficientnet_b0 needs torchvision (the model is torchvision's, random weights): {e}")
+    except RuntimeError:
+        spec = importlib.util.find_spec("torchvision")
+        for mod in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[mod]  # the half-imported package
+        pkg = types.ModuleType("torchvision")
+        pkg.__path__ = list(spec.submodule_search_locations)
+        sys.modules["torchvision"] = pkg
+    from torchvision.models.efficientnet import efficientnet_b0
+
+    return efficientnet_b0(weights=None)
 
 
 def lower(converted, example, schedule: str) -> tuple[list[bytes], float]:

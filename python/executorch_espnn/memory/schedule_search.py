@@ -231,7 +231,8 @@ class _Chains:
     """The DP over every chain, for one cost model."""
 
     costs: BandCosts
-    chains: list
+    chains: list  # disjoint spans (_spans)
+    max_ops: int  # no region is longer than the longest fusable run
 
     def __post_init__(self):
         self.live = self.costs.step_bytes()  # op step -> bytes live layer by layer
@@ -289,7 +290,7 @@ class _Chains:
             if best[p] is None:
                 continue
             cand = [(p + 1, self.live[first + p])]
-            for k in range(1, n - p + 1):
+            for k in range(1, min(n - p, self.max_ops) + 1):
                 peak = self.smallest_region(first + p, k)
                 if peak is not None:
                     cand.append((p + k, peak))
@@ -316,7 +317,7 @@ class _Chains:
             moves = []
             if self.live[first + p] <= target:
                 moves.append((p + 1, (cost, layer_ops + 1, count), regions))
-            for k in range(1, n - p + 1):
+            for k in range(1, min(n - p, self.max_ops) + 1):
                 fit = self.fitting_region(first + p, k, target)
                 if fit is not None:
                     moves.append((p + k, (cost + fit[0], layer_ops, count + 1), regions + (fit[1],)))
@@ -331,12 +332,26 @@ class _Chains:
 _RETRIES = 4
 
 
+def _spans(chains) -> list[tuple[int, int]]:
+    """Maximal fusable runs may overlap (a run that is fusable from op a and
+    one from op b < a's end): the DP splits their union, any fusable sub-run
+    of it being a candidate region, so regions never overlap."""
+    spans: list[list[int]] = []
+    for first, n in sorted(chains):
+        if spans and first < spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], first + n)
+        else:
+            spans.append([first, first + n])
+    return [(a, b - a) for a, b in spans]
+
+
 def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) -> Schedule:
-    chains = [c for c in costs.chains() if c[1] >= 1]
+    runs = [c for c in costs.chains() if c[1] >= 1]
+    chains = _spans(runs)
     layer = _schedule(costs, mode, (), layer_peak, budget)
     if not chains:
         return _check_budget(layer, budget)
-    dp = _Chains(costs, chains)
+    dp = _Chains(costs, chains, max(n for _, n in runs))
     floor = max([dp.outside] + [dp.min_bottleneck(c) for c in chains])
     if mode == "auto" and floor >= costs.layer_bound():  # fusion does not lower this graph's peak
         return _check_budget(layer, budget)
