@@ -120,6 +120,8 @@ class Partition:
     macs: int
     schedule: str
     bit_identical: bool
+    floor_outside: int  # bytes of the busiest step outside every fusable run (e.g. the input QUANTIZE)
+    floor_fused: int  # least busiest step of the fusable runs, fused (band_schedule + arena rule)
     lx106_layer: int | str = "not run"
     lx106_fused: int | str = "not run"
 
@@ -146,7 +148,7 @@ def bench(name: str, xtensa: bool, workdir: Path) -> Row:
     for lb, fb in zip(layer, auto):
         ls, fs = payload_summary(lb), payload_summary(fb)
         row.partitions.append(Partition(ls.arena_bytes, ls.arena_layer_bound, fs.arena_bytes, fs.recompute_percent,
-                                        fs.macs, fs.schedule, bit_identical(lb, fb)))
+                                        fs.macs, fs.schedule, bit_identical(lb, fb), *floors(lb)))
     if xtensa:
         sys.path.insert(0, str(HERE))
         from run import xtensa_icounts
@@ -158,9 +160,24 @@ def bench(name: str, xtensa: bool, workdir: Path) -> Row:
     return row
 
 
+def floors(layer_blob: bytes) -> tuple[int, int]:
+    """What sets the smallest fused peak: the busiest step outside every
+    fusable run (bytes live layer by layer there) and the least busiest step
+    the fusable runs reach fused (the schedule search's own bound)."""
+    from executorch_espnn.memory import ArenaGraph
+    from executorch_espnn.memory.schedule_search import GraphCosts, _Chains, _spans
+
+    costs = GraphCosts(ArenaGraph.from_blob(layer_blob))
+    runs = costs.chains()
+    if not runs:
+        return max(costs.step_bytes() + [costs.input_bytes()]), 0
+    dp = _Chains(costs, _spans(runs), max(n for _, n in runs))
+    return dp.outside, max(dp.min_bottleneck(c) for c in dp.chains)
+
+
 def table(rows: list[Row]) -> str:
     head = ["model", "part", "layer arena / bound", "fused peak", "saved", "recompute", "bit-identical",
-            "lx106 instr layer/fused", "schedule"]
+            "floor: outside runs / runs fused", "lx106 instr layer/fused", "schedule"]
     lines = []
     for r in rows:
         for i, p in enumerate(r.partitions):
@@ -169,7 +186,8 @@ def table(rows: list[Row]) -> str:
                   if isinstance(p.lx106_layer, int) and isinstance(p.lx106_fused, int) else str(p.lx106_layer))
             lines.append([r.model, str(i), f"{p.layer_arena:,} / {p.layer_bound:,}", f"{p.fused_arena:,}",
                           f"{100 * (1 - p.fused_arena / p.layer_arena):.0f}%" if p.layer_arena else "-",
-                          f"{p.recompute_pct:.2f}%", "yes" if p.bit_identical else "NO", xt, p.schedule])
+                          f"{p.recompute_pct:.2f}%", "yes" if p.bit_identical else "NO",
+                          f"{p.floor_outside:,} / {p.floor_fused:,}", xt, p.schedule])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = " | ".join(f"{{:{w}}}" for w in widths)
     return "\n".join([fmt.format(*head), "-+-".join("-" * w for w in widths)] + [fmt.format(*l) for l in lines])

@@ -72,9 +72,28 @@ def lut(w, rng, x, shape):
     return y
 
 
+def pool(w, rng, x, shape, kind: str):
+    """AVG_POOL2D or MAX_POOL2D with a random window (pads < kernel)."""
+    _, h, wd, c = shape
+    axes = []
+    for n in (h, wd):
+        while True:
+            k, s = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+            pad = int(rng.integers(0, k))
+            end = int(rng.integers(0, k))
+            if n + pad + end >= k:
+                axes.append((k, s, pad, (n + pad + end - k) // s + 1))
+                break
+    (kh, sh, ph, oh), (kw, sw, pw, ow) = axes
+    y = w.tensor([1, oh, ow, c], scale=S, zero_point=Z)
+    w.op(kind, [x], [y], kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_top=ph, pad_left=pw,
+         act_min=-128, act_max=127)
+    return y, (1, oh, ow, c)
+
+
 def random_chain(seed: int) -> tuple[Xts3Writer, int]:
     """A graph whose ops 0..n-1 form one fusable chain: convs and depthwise
-    convs of random geometry, LUTs, and a residual ADD of the chain input when
+    convs of random geometry, average/max pools, LUTs, and a residual ADD of the chain input when
     the shapes allow. Returns (writer, number of ops)."""
     rng = np.random.default_rng(seed)
     w = Xts3Writer()
@@ -83,8 +102,10 @@ def random_chain(seed: int) -> tuple[Xts3Writer, int]:
     x = w.tensor(list(shape), scale=S, zero_point=Z)
     t, n = x, 0
     for _ in range(int(rng.integers(2, 6))):
-        kind = rng.choice(["conv", "dw", "pw", "lut"])
-        if kind == "lut":
+        kind = rng.choice(["conv", "dw", "pw", "lut", "pool"])
+        if kind == "pool":
+            t, shape = pool(w, rng, t, shape, str(rng.choice(["AVG_POOL2D", "MAX_POOL2D"])))
+        elif kind == "lut":
             t = lut(w, rng, t, shape)
         elif kind == "pw":
             t, shape = conv(w, rng, t, shape, depthwise=False, k=1, stride=1, dil=1, pad=0)

@@ -97,9 +97,28 @@ def _everything_else() -> bytes:
     return w.to_bytes()
 
 
+def _fused_graphs() -> Iterator[tuple[str, bytes]]:
+    """Fused regions (BAND_LOOP): an inverted residual block (stride 1 with
+    its residual ADD, and stride 2), an in-place depthwise, and random chains
+    (stride 2, dilation, pads at the borders) at a few band heights."""
+    import band_graphs as bg
+    from executorch_espnn.memory import FusedRegion
+
+    for stride in (1, 2):
+        w, n = bg.inverted_residual(stride=stride, seed=stride)
+        yield f"fused_inverted_residual_s{stride}", w.to_bytes(w.plan([FusedRegion(0, n, 2)]))
+    w, _ = bg.inverted_residual(expand=8)
+    yield "fused_in_place_depthwise", w.to_bytes(w.plan([FusedRegion(1, 1, 1, in_place=True)]))
+    for seed in range(4):
+        w, n = bg.random_chain(seed)
+        for rows in (1, 3):
+            yield f"fused_chain{seed}_rows{rows}", w.to_bytes(w.plan([FusedRegion(0, n, rows)]))
+
+
 def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "selfcheck_cnn", selfcheck.build(np.random.default_rng(2026))[0]
     yield "every_other_op", _everything_else()
+    yield from _fused_graphs()
 
 
 def opcodes_used() -> set[str]:

@@ -112,6 +112,23 @@ def valid_blobs() -> list[ValidBlob]:
     return [_chain_blob(), _rank5_blob(), _dequant_blob()]
 
 
+def region_blobs() -> list[ValidBlob]:
+    """Blobs with fused regions (BAND_LOOP, BANDED tensors, a staging
+    tensor): an inverted residual block fused at 2-row bands and an in-place
+    depthwise. Their mutations go to the -m32/sanitizer corpus, which checks
+    only that every build gives the binding's verdict."""
+    import band_graphs as bg
+
+    from executorch_espnn.memory import FusedRegion
+
+    out = []
+    w, n = bg.inverted_residual(h=6, wd=4, c=4, expand=8)
+    feeds = [np.random.default_rng(0).integers(-128, 128, (1, 6, 4, 4), dtype=np.int8)]
+    out.append(ValidBlob("region", w.to_bytes(w.plan([FusedRegion(0, n, 2)])), feeds))
+    out.append(ValidBlob("region_in_place", w.to_bytes(w.plan([FusedRegion(1, 1, 1, in_place=True)])), feeds))
+    return out
+
+
 # ----------------------------------------------------------------- layout
 @dataclass(frozen=True)
 class Section:
@@ -428,7 +445,8 @@ def huge_field_mutations(v: ValidBlob) -> Iterator[Mutation]:
 def corpus() -> Iterator[tuple[str, bytes]]:
     """Every blob the -m32/sanitizer test feeds the native tool: the valid
     blobs, all their truncations, all huge-field, PARAMS and arena-plan
-    mutations."""
+    mutations; the fused-region blobs, their truncations, huge-field and
+    PARAMS mutations."""
     for v in valid_blobs():
         yield v.name, v.blob
         for n, b in truncations(v.blob):
@@ -438,6 +456,14 @@ def corpus() -> Iterator[tuple[str, bytes]]:
         for m in param_mutations(v):
             yield m.name, m.blob
         for m in arena_plan_mutations(v):
+            yield m.name, m.blob
+    for v in region_blobs():
+        yield v.name, v.blob
+        for n, b in truncations(v.blob):
+            yield f"{v.name}.truncated_{n}", b
+        for m in huge_field_mutations(v):
+            yield m.name, m.blob
+        for m in param_mutations(v):
             yield m.name, m.blob
 
 

@@ -210,12 +210,12 @@ def test_parser_rejects_banded_flag_errors():
 
 def test_parser_rejects_banded_tensors_in_version_1():
     _, blob = _fused()
-    expect_rejected(xm.patch(blob, _native.HEADER_FIELDS["version"], "H", 1), "")
+    expect_rejected(xm.patch(blob, _native.HEADER_FIELDS["version"], "H", 1), "flags 0x1 not defined in format version 1")
 
 
 @pytest.mark.parametrize("k, value, fragment", [
     (0, 0, "num_ops"), (0, 33, "num_ops"), (0, 30, "runs past the last op"), (1, 0, "band_rows"),
-    (2, 4, "unknown bits"), (2, 1, "IN_PLACE"),
+    (2, 4, "unknown bits"), (2, 1, "IN_PLACE: the output"),
 ])
 def test_parser_rejects_bad_band_loop_params(k, value, fragment):
     _, blob = _fused()
@@ -231,10 +231,10 @@ def test_parser_rejects_a_region_that_ends_inside_the_chain():
 def test_parser_rejects_a_region_over_an_op_that_cannot_run_on_bands():
     w = Xts3Writer()
     x = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
-    m = w.tensor([1, 5, 5, 4], scale=bg.S, zero_point=bg.Z)
-    y = w.tensor([1, 5, 5, 4], scale=bg.S, zero_point=bg.Z)
-    w.op("MAX_POOL2D", [x], [m], kernel_h=2, kernel_w=2, stride_h=1, stride_w=1, pad_top=0, pad_left=0,
-         act_min=-128, act_max=127)
+    m = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
+    y = w.tensor([1, 6, 6, 4], scale=bg.S, zero_point=bg.Z)
+    w.op("MUL", [x, x], [m], input1_offset=-bg.Z, input2_offset=-bg.Z, output_offset=bg.Z, output_mult=1 << 30,
+         output_shift=-5, act_min=-128, act_max=127)  # MUL does not run on bands
     w.op("LUT", [m, w.constant(np.arange(256, dtype=np.int64).astype(np.int8))], [y])
     w.set_inputs([x])
     w.set_outputs([y])
@@ -260,11 +260,13 @@ def test_parser_rejects_in_place_errors():
     # staging one row short
     expect_rejected(_tensor_field(_tensor_field(blob, staging, "dims", "I", st["shape"][0] - 1), staging,
                                   "nbytes", "I", st["nbytes"] - st["shape"][1]), "staging", "needs")
-    # the output moved off its input
+    # the output moved off its input (onto bytes of its own)
     y = s["ops"][loop + 1]["outputs"][0]
-    expect_rejected(_tensor_field(blob, y, "offset", "I", s["tensors"][y]["offset"] + 16 * 1024), "")
-    # not in place any more, but still a staging output
-    expect_rejected(_param(blob, loop, 2, 0), "")
+    moved = xm.patch(_tensor_field(blob, y, "offset", "I", s["arena_bytes"]), _native.HEADER_FIELDS["arena_size"],
+                     "I", s["arena_bytes"] + 16 * ((s["tensors"][y]["nbytes"] + 15) // 16))
+    expect_rejected(moved, "IN_PLACE: the output", "must sit on the region input")
+    # not in place any more: the depthwise would write over its own input
+    expect_rejected(_param(blob, loop, 2, 0), "input and output overlap")
 
 
 def test_parser_rejects_a_banded_tensor_read_outside_its_region():
@@ -282,3 +284,18 @@ def test_regions_must_not_overlap_and_must_exist():
     with pytest.raises(ValueError, match="overlap"):
         plan_arena(g, [FusedRegion(0, 2, 1), FusedRegion(1, 2, 1)])
     assert fusable_chains(g) == [(0, n)]
+
+
+def test_writer_from_blob_rewrites_a_payload_that_computes_the_same():
+    import op_corpus
+
+    for name, blob in op_corpus.op_graphs():
+        if any(o["op"] == "BAND_LOOP" for o in _native.parse(blob)["ops"]):
+            with pytest.raises(ValueError, match="already has fused regions"):
+                Xts3Writer.from_blob(blob)
+            continue
+        again = Xts3Writer.from_blob(blob).to_bytes()
+        a, b = _native.parse(blob), _native.parse(again)
+        assert [o["op"] for o in a["ops"]] == [o["op"] for o in b["ops"]], name
+        assert b["arena_bytes"] <= a["arena_bytes"], name
+        assert _same_outputs(blob, again), name

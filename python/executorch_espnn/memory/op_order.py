@@ -39,7 +39,8 @@ def memory_order(g: ArenaGraph) -> list[int]:
 
 
 def reordered(g: ArenaGraph, order: list[int]) -> ArenaGraph:
-    return replace(g, ops=tuple(g.ops[i] for i in order))
+    # The row geometry (g.bands) is per op of the old order: dropped.
+    return replace(g, ops=tuple(g.ops[i] for i in order), bands=None)
 
 
 def _list_schedule(g: ArenaGraph, *, by_net_bytes: bool) -> list[int]:

@@ -10,6 +10,11 @@
 // the result is bit-identical. Padding exists only at the true image border:
 // interior bands read real halo rows instead.
 //
+// Scratch: ComputeMemoryRequirements sizes each op's ESP-NN scratch for its
+// whole tensors; a band is the same op on fewer rows with at most the same
+// pads, and ESP-NN's scratch sizes grow with the image, so that covers every
+// band (on the host's ANSI stand-in the scratch is 0 anyway).
+//
 // Buffers: a region input is a full tensor; a BANDED tensor is a buffer of
 // `capacity` rows holding rows [lo, hi) of the tensor (row lo first); when
 // the next band needs rows [lo', hi'), rows [lo', hi) are moved to the front
@@ -19,6 +24,7 @@
 // input rows they overwrite.
 #include "ops/band_loop.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "ops/op_util.h"
@@ -70,6 +76,14 @@ bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
       const TensorInfo f = m.tensor(op.inputs[1]);
       out->pad_word = ESPNN_PARAM_WORD(DEPTHWISE_CONV2D_Params, pad_top);
       return ConvWindow(p.stride_h, p.pad_top, p.dilation_h, f.dims[1], &out->window[0]);
+    }
+    case Opcode::AVG_POOL2D:
+    case Opcode::MAX_POOL2D: {
+      // Windows are clipped to the image, and a band holds every image row
+      // its windows touch: the same taps as on the whole image.
+      const auto p = op.Params<AVG_POOL2D_Params>();  // MAX_POOL2D has the same fields
+      out->pad_word = ESPNN_PARAM_WORD(AVG_POOL2D_Params, pad_top);
+      return p.kernel_h >= 1 && ConvWindow(p.stride_h, p.pad_top, 1, (uint32_t)p.kernel_h, &out->window[0]);
     }
     case Opcode::ADD: {
       // Both operands row by row: only without broadcasting.
@@ -385,7 +399,6 @@ Status EvalBandLoop(const OpInfo& loop, const EvalContext& ctx) {
                 (size_t)(have.hi - want.lo) * st.row_bytes[o]);
         from = have.hi;
       }
-      st.base[o] = ctx.arena + m.tensor(st.r.tensors[o]).offset;
       have = want;
       if (want.hi > from)
         ESPNN_RETURN_IF_ERROR(RunOpRows(m, ctx, st, i, {from, want.hi},
