@@ -161,18 +161,11 @@ def bench(name: str, xtensa: bool, workdir: Path) -> Row:
 
 
 def floors(layer_blob: bytes) -> tuple[int, int]:
-    """What sets the smallest fused peak: the busiest step outside every
-    fusable run (bytes live layer by layer there) and the least busiest step
-    the fusable runs reach fused (the schedule search's own bound)."""
+    """What sets the smallest fused peak (memory.schedule_search.fused_floor)."""
     from executorch_espnn.memory import ArenaGraph
-    from executorch_espnn.memory.schedule_search import GraphCosts, _Chains, _spans
+    from executorch_espnn.memory.schedule_search import fused_floor
 
-    costs = GraphCosts(ArenaGraph.from_blob(layer_blob))
-    runs = costs.chains()
-    if not runs:
-        return max(costs.step_bytes() + [costs.input_bytes()]), 0
-    dp = _Chains(costs, _spans(runs), max(n for _, n in runs))
-    return dp.outside, max(dp.min_bottleneck(c) for c in dp.chains)
+    return fused_floor(ArenaGraph.from_blob(layer_blob))
 
 
 def table(rows: list[Row]) -> str:

@@ -233,3 +233,15 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="positive"):
         choose_schedule(None, budget=0, costs=two_blocks())
     assert SCHEDULE_MODES == ("auto", "layer", "fused")
+
+
+def test_fused_floor_names_what_bounds_the_peak():
+    from executorch_espnn.memory.schedule_search import fused_floor
+
+    costs = two_blocks()
+    outside, runs = fused_floor(None, costs)
+    assert outside == 1500  # op 3, outside both runs
+    assert runs == exhaustive(costs)[0]  # the runs' own least bound sets the peak here
+    costs.inputs = 9000
+    assert fused_floor(None, costs)[0] == 9000
+    assert choose_schedule(None, costs=costs).peak == 9000

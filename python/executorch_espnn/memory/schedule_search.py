@@ -375,6 +375,20 @@ def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) ->
     return _check_budget(schedule, budget, min(schedule.peak, layer_peak))
 
 
+def fused_floor(graph: ArenaGraph, costs: BandCosts | None = None) -> tuple[int, int]:
+    """What bounds the smallest peak fused execution reaches, as bytes live
+    (the arena rule): (the busiest op step outside every fusable run, e.g. a
+    float graph input's QUANTIZE, which no region can take; the least
+    busiest step the fusable runs reach fused). The peak of mode auto is at
+    least the larger of the two."""
+    costs = costs or GraphCosts(graph)
+    runs = [c for c in costs.chains() if c[1] >= 1]
+    if not runs:
+        return max(costs.step_bytes() + [costs.input_bytes()]), 0
+    dp = _Chains(costs, _spans(runs), max(n for _, n in runs))
+    return dp.outside, max(dp.min_bottleneck(c) for c in dp.chains)
+
+
 def payload_schedule(blob: bytes) -> dict:
     """What a payload's schedule is and costs, read from the payload with
     the native parser: the report's per-partition figures
