@@ -12,9 +12,15 @@ executorch_espnn.analysis and the report's payload summary:
 * MobileNetV2-1.0-224: layer by layer, arena within 5 % of the lower bound
   and >= 90 % of the MACs on ESP32-S3 SIMD paths by ESP-NN 1.2.3's
   documented dispatch rules (analysis/s3_dispatch.py); measured 1,505,280 =
-  bound, 100 %. Fused (auto): <= 320 KB with <= 10 % recomputed MACs,
-  bit-identical.
-* MobileNetV3-Small-224 fused (auto): <= 256 KB with <= 10 % recomputed MACs.
+  bound, 100 %. Fused (auto): the fusable runs (every conv after the input's
+  QUANTIZE and TRANSPOSE) reach <= 320 KB (issue 14's goal; measured
+  297,472 B) with <= 10 % recomputed MACs, bit-identical. The partition's
+  arena does not: its float input is quantized inside it, and that step
+  (602,112 B float32 + 150,528 B int8, outside every fusable run) sets the
+  floor, 752,640 B (docs/performance.md, section 1b).
+* MobileNetV3-Small-224: the same floor (752,640 B, its layer-by-layer
+  arena already), so auto keeps it layer by layer; its fusable runs reach
+  <= 256 KB fused (issue 14's goal).
 
 These are static figures (bytes and MAC counts) and host executions of the
 device C++, not device measurements. MobileNetV2 and V3 take most of this
@@ -31,6 +37,8 @@ torch = pytest.importorskip("torch")
 from executorch_espnn import (EspNNCompileSpecBuilder, _native, delegate_payloads, models, quantize,  # noqa: E402
                               to_espnn_edge)
 from executorch_espnn.analysis import payload_metrics  # noqa: E402
+from executorch_espnn.memory import ArenaGraph  # noqa: E402
+from executorch_espnn.memory.schedule_search import fused_floor  # noqa: E402
 from executorch_espnn.partition.report import payload_summary  # noqa: E402
 
 TFLM_DS_CNN_ACTIVATION_ARENA = 16_000
@@ -104,23 +112,30 @@ def test_mobilenet_v2_layer_arena_near_bound_and_simd_share(mobilenet_v2):
     assert 290e6 < pm.macs < 310e6  # ~300 M MACs (anchors.md)
 
 
+FLOAT_INPUT_QUANTIZE_224 = 224 * 224 * 3 * (4 + 1)  # float32 input + its int8 copy: 752,640 B
+
+
 def test_mobilenet_v2_fused_arena_and_exactness(mobilenet_v2):
     s = payload_summary(mobilenet_v2["auto"])
+    outside, runs = fused_floor(ArenaGraph.from_blob(mobilenet_v2["layer"]))
     print(f"MobileNetV2 fused: arena {s.arena_bytes} B (layer-by-layer bound {s.arena_layer_bound} B), "
-          f"recompute {s.recompute_percent:.2f}%: {s.schedule}")
-    assert s.arena_bytes <= 320 * KB
+          f"recompute {s.recompute_percent:.2f}%: {s.schedule}; floor outside the runs {outside} B, runs {runs} B")
+    assert runs <= 320 * KB
+    assert outside == FLOAT_INPUT_QUANTIZE_224 == s.arena_bytes < s.arena_layer_bound
     assert s.recompute_percent <= 10
     assert_bit_identical(mobilenet_v2["layer"], mobilenet_v2["auto"], runs=1)
 
 
-def test_mobilenet_v3_small_fused_arena():
+def test_mobilenet_v3_small_fused_floor():
     model, example = models.mobilenet_v3_small()
     converted = quantize(model, example, [example])
     edge = to_espnn_edge(torch.export.export(converted, example), allow_cpu_fallback=False)
     blobs = delegate_payloads(edge)
     assert len(blobs) == 1
     s = payload_summary(blobs[0])
-    print(f"MobileNetV3-Small fused: arena {s.arena_bytes} B (layer-by-layer bound {s.arena_layer_bound} B), "
-          f"recompute {s.recompute_percent:.2f}%: {s.schedule}")
-    assert s.arena_bytes <= 256 * KB
+    outside, runs = fused_floor(ArenaGraph.from_blob(blobs[0]))
+    print(f"MobileNetV3-Small: arena {s.arena_bytes} B (layer-by-layer bound {s.arena_layer_bound} B), "
+          f"{s.schedule}; floor outside the runs {outside} B, runs {runs} B")
+    assert runs <= 256 * KB
+    assert s.arena_bytes == outside == FLOAT_INPUT_QUANTIZE_224
     assert s.recompute_percent <= 10
