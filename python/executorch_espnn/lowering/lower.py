@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..compile_spec import CompileOptions
 from ..memory import memory_order
-from ..memory.schedule_search import Schedule, choose_schedule
+from ..memory.schedule_search import Schedule, ScheduleError, choose_schedule
 from .context import LowerContext
 from .graph import Subgraph, Unsupported, op_name
 from .registry import lookup
@@ -91,8 +91,16 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     # "arena_budget"). A budget no schedule meets raises ScheduleError, which
     # is not a LoweringError: the partitioner must not quietly move the ops
     # to the CPU instead of telling the user the smallest arena reachable.
-    schedule = choose_schedule(ctx.writer.arena_graph(), budget=ctx.options.arena_budget,
-                               mode=ctx.options.schedule)
+    try:
+        schedule = choose_schedule(ctx.writer.arena_graph(), budget=ctx.options.arena_budget,
+                                   mode=ctx.options.schedule)
+    except ScheduleError:
+        raise
+    except ValueError:
+        # The search parses the layer-by-layer program for its row geometry:
+        # a program the parser refuses is a ParserRejection naming the node.
+        validate(ctx.writer.to_bytes(), ctx.op_nodes)
+        raise
     try:
         blob = ctx.writer.to_bytes(ctx.writer.plan(schedule.regions))
     except ValueError as e:
