@@ -42,7 +42,8 @@ def conv(w, rng, x, shape, *, depthwise: bool, k=None, stride=None, dil=None, pa
     if k is None:
         kh, sh, dh, ph, oh = _window(rng, h)
         kw, sw, dw_, pw, ow = _window(rng, wd)
-    else:  # the same square window on both axes, symmetric padding
+    else:  # the same square window on both axes, symmetric padding (None: "same")
+        pad = dil * (k - 1) // 2 if pad is None else pad
         kh, sh, dh, ph = kw, sw, dw_, pw = k, stride, dil, pad
         oh, ow = _out_size(h, kh, sh, dh, ph, ph), _out_size(wd, kw, sw, dw_, pw, pw)
     cout = c if depthwise else (cout or int(rng.integers(1, 9)))
@@ -91,9 +92,20 @@ def pool(w, rng, x, shape, kind: str):
     return y, (1, oh, ow, c)
 
 
+def elementwise(w, rng, x, shape, kind: str):
+    """HARD_SWISH or REQUANTIZE with fixed valid parameters (same shape)."""
+    y = w.tensor(list(shape), scale=S, zero_point=Z)
+    if kind == "HARD_SWISH":
+        w.op(kind, [x], [y], input_zero_point=Z, output_zero_point=Z, output_mult_fxp=21000,
+             reluish_mult_fxp=18000, reluish_mult_exp=3, output_mult_exp=-1)
+    else:
+        w.op(kind, [x], [y], input_zero_point=Z, output_zero_point=Z, mult=1_500_000_000, shift=1)
+    return y
+
+
 def random_chain(seed: int) -> tuple[Xts3Writer, int]:
     """A graph whose ops 0..n-1 form one fusable chain: convs and depthwise
-    convs of random geometry, average/max pools, LUTs, and a residual ADD of the chain input when
+    convs of random geometry, average/max pools, LUT, HARD_SWISH, REQUANTIZE, and a residual ADD of the chain input when
     the shapes allow. Returns (writer, number of ops)."""
     rng = np.random.default_rng(seed)
     w = Xts3Writer()
@@ -102,8 +114,17 @@ def random_chain(seed: int) -> tuple[Xts3Writer, int]:
     x = w.tensor(list(shape), scale=S, zero_point=Z)
     t, n = x, 0
     for _ in range(int(rng.integers(2, 6))):
-        kind = rng.choice(["conv", "dw", "pw", "lut", "pool"])
-        if kind == "pool":
+        keep_shape = seed % 3 == 0  # a third of the chains keep the shape: they end in a residual ADD
+        kinds = ["same_dw", "same_pw", "lut", "hswish"] if keep_shape else [
+            "conv", "dw", "pw", "lut", "pool", "hswish", "requant"]
+        kind = rng.choice(kinds)
+        if kind == "same_dw":
+            t, shape = conv(w, rng, t, shape, depthwise=True, k=3, stride=1, dil=int(rng.integers(1, 3)), pad=None)
+        elif kind == "same_pw":
+            t, shape = conv(w, rng, t, shape, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=c)
+        elif kind in ("hswish", "requant"):
+            t = elementwise(w, rng, t, shape, "HARD_SWISH" if kind == "hswish" else "REQUANTIZE")
+        elif kind == "pool":
             t, shape = pool(w, rng, t, shape, str(rng.choice(["AVG_POOL2D", "MAX_POOL2D"])))
         elif kind == "lut":
             t = lut(w, rng, t, shape)
@@ -112,7 +133,7 @@ def random_chain(seed: int) -> tuple[Xts3Writer, int]:
         else:
             t, shape = conv(w, rng, t, shape, depthwise=kind == "dw")
         n += 1
-    if shape == (1, h, wd, c) and rng.random() < 0.7:
+    if shape == (1, h, wd, c) and (keep_shape or rng.random() < 0.7):
         t = add(w, t, x, shape)
         n += 1
     w.set_inputs([x])
