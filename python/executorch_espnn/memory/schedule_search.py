@@ -355,21 +355,33 @@ def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) ->
     floor = max([dp.outside] + [dp.min_bottleneck(c) for c in chains])
     if mode == "auto" and floor >= costs.layer_bound():  # fusion does not lower this graph's peak
         return _check_budget(layer, budget)
-    best = None
+    # Candidates: the cheapest split and the most-fused split of every run,
+    # judged by the planner's real arena (first-fit packing can put two
+    # schedules with the same bound on different arenas).
+    found: dict = {}
+    goal = floor if budget is None else budget
     target = floor if budget is None else max(budget, floor)
     for _ in range(_RETRIES + 1):
-        splits = [dp.split(c, target, fuse_all=(mode == "fused")) for c in chains]
-        if any(s is None for s in splits):
+        for fuse_all in ((True,) if mode == "fused" else (False, True)):
+            splits = [dp.split(c, target, fuse_all=fuse_all) for c in chains]
+            if all(s is not None for s in splits):
+                regions = tuple(r for s in splits for r in s)
+                if regions not in found:
+                    found[regions] = (costs.peak(regions), costs.recomputed(regions) if regions else 0)
+        smallest = min((p for p, _ in found.values()), default=None)
+        if smallest is None or smallest <= goal or target <= floor:
             break
-        regions = tuple(r for s in splits for r in s)
-        peak = costs.peak(regions)
-        if best is None or peak < best[0]:
-            best = (peak, regions)
-        goal = floor if budget is None else budget
-        if peak <= goal or target <= floor:
-            break
-        target = max(floor, target - (peak - goal))
-    if best is None or (mode == "auto" and best[0] >= layer_peak):
+        target = max(floor, target - (smallest - goal))
+    if budget is None:  # the smallest arena, then the least recomputation, then the fewest regions
+        key = lambda item: (item[1][0], item[1][1], len(item[0]))  # noqa: E731
+    else:  # the least recomputation that fits, then the fewest regions (none fits: the smallest arena)
+        def key(item):
+            regions, (peak, recomputed) = item
+            fits = peak <= budget
+            return (not fits, recomputed if fits else peak, len(regions), peak)
+    regions, (peak, _) = min(found.items(), key=key) if found else ((), (layer_peak, 0))
+    best = (peak, regions)
+    if mode == "auto" and best[0] >= layer_peak:
         best = (layer_peak, ())
     schedule = _schedule(costs, mode, best[1], layer_peak, budget)
     return _check_budget(schedule, budget, min(schedule.peak, layer_peak))
