@@ -8,7 +8,7 @@ The ExecuTorch-facing API is imported lazily, so ``import executorch_espnn``
 
     quantize, EspNNQuantizer, EspNNPartitioner, EspNNBackend, to_espnn_edge,
     delegation_report, EspNNCompileSpecBuilder, delegate_payloads,
-    output_scales, QuantizationError
+    output_scales, QuantizationError, ScheduleError
 
 ``quantize(model, example_inputs, calibration, qat=...)`` is the whole PT2E
 flow (export, prepare, calibrate, convert) with ``EspNNQuantizer``; see
@@ -56,6 +56,7 @@ _LAZY = {
     "to_espnn_edge": ("executorch_espnn.partition", "to_espnn_edge"),
     "delegation_report": ("executorch_espnn.partition", "delegation_report"),
     "EspNNCompileSpecBuilder": ("executorch_espnn.compile_spec", "EspNNCompileSpecBuilder"),
+    "ScheduleError": ("executorch_espnn.memory.schedule_search", "ScheduleError"),
 }
 
 __all__ = ["__version__", *_LAZY]

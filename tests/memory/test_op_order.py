@@ -115,9 +115,12 @@ class TwoBranch(torch.nn.Module):
 
 
 def _lower(quantized, example):
-    from executorch_espnn import to_espnn_edge
+    from executorch_espnn import EspNNCompileSpecBuilder, to_espnn_edge
 
-    edge = to_espnn_edge(torch.export.export(quantized, example), allow_cpu_fallback=False)
+    # Layer by layer: what the op order alone gains (fused regions would
+    # lower both orders' arenas; memory.schedule_search, tests/perf).
+    specs = EspNNCompileSpecBuilder().set_schedule("layer").build()
+    edge = to_espnn_edge(torch.export.export(quantized, example), compile_specs=specs, allow_cpu_fallback=False)
     gm = edge.exported_program().graph_module
     (lm,) = [getattr(gm, n.target) for n in gm.graph.nodes
              if n.op == "get_attr" and n.target.startswith("lowered_module")]

@@ -1,6 +1,7 @@
 """The ``espnn`` command: PyTorch model -> verified ``.pte`` and a report.
 
-    espnn compile [MODEL] [-o model.pte] [--calibration SRC] [--target esp32s3|esp32] [--strict] ...
+    espnn compile [MODEL] [-o model.pte] [--calibration SRC] [--target esp32s3|esp32] [--arena-budget 320K]
+                  [--schedule auto|layer|fused] [--strict] ...
     espnn report FILE.pte [--json OUT] [--html OUT]
     espnn run FILE.pte --input x.npy ... [--reference out.npy ...]
     espnn bundle FILE.pte|FILE.xts3 ... -o OUT

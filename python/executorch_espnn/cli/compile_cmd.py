@@ -46,6 +46,14 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--qat-lr", type=float, default=1e-3, help="QAT learning rate (SGD with momentum 0.9)")
     p.add_argument("--target", choices=("esp32s3", "esp32"), default="esp32s3",
                    help="the chip, recorded in the compile specs (default esp32s3)")
+    p.add_argument("--arena-budget", metavar="SIZE", type=_size,
+                   help="bytes each ESP-NN partition's activation arena must fit in: 320K, 1.5M (K = 1024) or a "
+                   "number of bytes. The schedule is then the one with the least recomputation whose peak fits "
+                   "(fused band-by-band execution where needed); exit code 3, naming the smallest arena "
+                   "reachable, when none fits. Default: no budget, the smallest peak")
+    p.add_argument("--schedule", choices=("auto", "layer", "fused"), default="auto",
+                   help="auto (default): fused band-by-band execution only where it lowers the peak arena; "
+                   "layer: every op on whole tensors (layer by layer); fused: every fusable chain fused")
     p.add_argument("--strict", action="store_true",
                    help="refuse to leave any op on the CPU (allow_cpu_fallback=False): exit code 3 instead")
     p.add_argument("--verify-samples", type=int, default=4, metavar="N",
@@ -55,6 +63,15 @@ def add_parser(sub, parents) -> None:
                    "PyTorch model (default: measured and shown, not a gate; see docs/cli.md)")
     p.add_argument("--seed", type=int, default=0, help="seed for random calibration data (default 0)")
     p.set_defaults(func=run)
+
+
+def _size(text: str) -> int:
+    from ..compile_spec import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _default_output(spec: str) -> Path:
@@ -106,8 +123,11 @@ def run(args: argparse.Namespace) -> int:
     from . import pipeline
 
     quantized, qat_info = pipeline.quantize(model, example, calib, qat_data, args, steps)
-    steps(f"lowering for {args.target}" + (" (strict: no CPU fallback)" if args.strict else ""))
-    edge = pipeline.lower(quantized, example, args.target, args.strict)
+    budget = f", arena budget {args.arena_budget:,} B" if args.arena_budget else ""
+    steps(f"lowering for {args.target} (schedule {args.schedule}{budget})"
+          + (" (strict: no CPU fallback)" if args.strict else ""))
+    edge = pipeline.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
+                          arena_budget=args.arena_budget)
 
     from ..partition.report import delegation_report
 
@@ -142,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     from .document import compile_document, print_summary, write_outputs
 
     doc = compile_document(
-        model=args.model, target=args.target, strict=args.strict, pte_path=output, pte_bytes=len(pte),
+        model=args.model, target=args.target, strict=args.strict, schedule=args.schedule,
+        arena_budget=args.arena_budget, pte_path=output, pte_bytes=len(pte),
         report=report, calibration={"source": calib.source, "batches": len(calib.batches)}, qat=qat_info,
         verification=verification, accuracy=accuracy, missing_kernels=missing, warnings=warnings,
         seconds=time.monotonic() - t0)

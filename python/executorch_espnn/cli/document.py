@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _tool() -> dict:
@@ -16,10 +16,11 @@ def _tool() -> dict:
     return {"name": "espnn", "version": __version__, "kernel_source": _native.KERNEL_SOURCE}
 
 
-def compile_document(*, model, target, strict, pte_path, pte_bytes, report, calibration, qat, verification,
+def compile_document(*, model, target, strict, schedule="auto", arena_budget=None, pte_path, pte_bytes, report, calibration, qat, verification,
                      accuracy, missing_kernels, warnings, seconds) -> dict:
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "compile", "model": model,
-            "target": target, "strict": strict, "pte": {"path": str(pte_path), "bytes": pte_bytes},
+            "target": target, "strict": strict, "schedule": schedule, "arena_budget": arena_budget,
+            "pte": {"path": str(pte_path), "bytes": pte_bytes},
             "methods": report.to_dict(), "calibration": calibration, "qat": qat, "verification": verification,
             "accuracy": accuracy, "host_missing_kernels": missing_kernels, "warnings": warnings,
             "seconds": round(seconds, 2)}
@@ -28,8 +29,8 @@ def compile_document(*, model, target, strict, pte_path, pte_bytes, report, cali
 def report_document(*, pte_path, pte_bytes, report, missing_kernels) -> dict:
     targets = {p.payload.target for m in report.methods.values() for p in m.partitions if p.payload}
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "report", "model": None,
-            "target": targets.pop() if len(targets) == 1 else None, "strict": None,
-            "pte": {"path": str(pte_path), "bytes": pte_bytes}, "methods": report.to_dict(), "calibration": None,
+            "target": targets.pop() if len(targets) == 1 else None, "strict": None, "schedule": None,
+            "arena_budget": None, "pte": {"path": str(pte_path), "bytes": pte_bytes}, "methods": report.to_dict(), "calibration": None,
             "qat": None, "verification": None, "accuracy": None, "host_missing_kernels": missing_kernels,
             "warnings": [], "seconds": None}
 
@@ -73,22 +74,24 @@ def method_lines(name: str, m: dict) -> list[str]:
     lines = [f"method {name}: {len(parts)} partition(s), {m['num_delegated_ops']} delegated op(s), "
              f"{m['num_cpu_ops']} CPU op(s); ExecuTorch planned memory {_bytes(m['planned_memory_bytes'])} B"]
     if parts:
-        rows = [["part", "backend", "in/out", "XTS3 ops", "payload B", "arena B", "arena bound B", "scratch B",
-                 "MACs", "S3 SIMD", "target"]]
+        rows = [["part", "backend", "in/out", "XTS3 ops", "payload B", "arena B", "arena bound B", "layer bound B",
+                 "recompute", "scratch B", "MACs", "S3 SIMD", "target"]]
         for p in parts:
             s = p["payload"]
             if s is None:
                 rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", "-",
-                             _bytes(p["payload_bytes"]), "-", "-", "-", "-", "-", "-"])
+                             _bytes(p["payload_bytes"])] + ["-"] * 8)
                 continue
             simd = f"{100 * s['s3_simd_macs'] / s['macs']:.0f}%" if s["macs"] else "-"
             rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", str(s["num_ops"]),
                          _bytes(p["payload_bytes"]), _bytes(s["arena_bytes"]), _bytes(s["arena_lower_bound"]),
+                         _bytes(s["arena_layer_bound"]), f"{s['recompute_percent']:.2f}%",
                          _bytes(s["scratch_bytes"]), _bytes(s["macs"]), simd, s["target"] or "default"])
         t = m["totals"]
-        rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "",
+        rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "", "", "",
                      _bytes(t["max_scratch_bytes"]), _bytes(t["macs"]), "", ""])
         lines += _table(rows)
+        lines += schedule_lines(parts)
         lines.append("  delegated ops: " + _ops_line(m["delegated_ops"]))
         lines += off_simd_lines(parts)
     if cpu:
@@ -97,6 +100,17 @@ def method_lines(name: str, m: dict) -> list[str]:
     else:
         lines.append("  ops on the CPU: none")
     return lines
+
+
+def schedule_lines(parts: list[dict]) -> list[str]:
+    """One line per partition: layer by layer, or its fused regions (band
+    execution; the arena column is then below the layer bound)."""
+    payloads = [(p["index"], p["payload"]) for p in parts if p["payload"]]
+    if all(not s["fused_regions"] for _, s in payloads):
+        return ["  schedule: layer-by-layer" + (" (every partition)" if len(payloads) > 1 else "")]
+    return [f"  schedule of partition {i}: {s['schedule']}; arena {s['arena_bytes']:,} B "
+            f"(layer-by-layer bound {s['arena_layer_bound']:,} B), {s['recompute_percent']:.2f}% of MACs recomputed"
+            for i, s in payloads]
 
 
 OFF_SIMD_LISTED = 10  # the text summary names this many ops; the HTML and JSON list all

@@ -114,13 +114,16 @@ def _method_html(name: str, m: dict) -> str:
     rows = []
     for p in parts:
         s = p["payload"] or {}
+        recompute = f"{s['recompute_percent']:.2f}%" if s else "-"
         rows.append([p["index"], p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", s.get("num_ops", "-"),
                      _fmt(p["payload_bytes"]), _fmt(s.get("arena_bytes")), _fmt(s.get("arena_lower_bound")),
+                     _fmt(s.get("arena_layer_bound")), recompute, s.get("schedule", "-"),
                      _fmt(s.get("scratch_bytes")), _fmt(s.get("macs")), _fmt(s.get("s3_simd_macs")),
                      s.get("target") or "default"])
     if rows:
         out.append(_table(["partition", "backend", "in/out", "XTS3 ops", "payload B", "arena B", "arena lower bound B",
-                           "scratch B", "MACs", "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 8, 9}))
+                           "layer-by-layer bound B", "recomputed MACs", "schedule", "scratch B", "MACs",
+                           "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 8, 10, 11, 12}))
         out.append("<h3>Delegated ops</h3>" + _table(["op", "count"], [[k, v] for k, v in m["delegated_ops"].items()],
                                                      {1}))
         labels = [f"partition {p['index']}" for p in parts]
@@ -134,7 +137,8 @@ def _method_html(name: str, m: dict) -> str:
             if s:
                 out.append(arena_chart(s["arena_timeline"], s["arena_bytes"],
                                        f"partition {p['index']}: arena {s['arena_bytes']:,} B, "
-                                       f"lower bound {s['arena_lower_bound']:,} B"))
+                                       f"lower bound {s['arena_lower_bound']:,} B, layer-by-layer bound "
+                                       f"{s['arena_layer_bound']:,} B; {s['schedule']}"))
         out.append("<h3>ESP-NN routine per op on the ESP32-S3</h3><p class=muted>which ESP-NN routine each "
                    "delegated op reaches on an optimized esp32s3 build, SIMD (the S3 vector unit) or not, and the "
                    "rule that decides it (ESP-NN 1.2.3's dispatch conditions and this runtime's routing; "
@@ -165,7 +169,8 @@ def render_html(doc: dict) -> str:
                                     f"{escape(verification_line(v))}</p>")
     body = [f"<h1>{escape(title)}</h1>", verdict,
             f"<p>program {escape(doc['pte']['path'])}: {doc['pte']['bytes']:,} bytes; target "
-            f"{escape(str(doc.get('target') or 'default'))}; espnn {escape(doc['tool']['version'])}, kernels: "
+            f"{escape(str(doc.get('target') or 'default'))}; schedule {escape(str(doc.get('schedule') or '-'))}"
+            + (f", arena budget {doc['arena_budget']:,} B" if doc.get("arena_budget") else "") + f"; espnn {escape(doc['tool']['version'])}, kernels: "
             f"{escape(doc['tool']['kernel_source'])}</p>"]
     body += [_method_html(name, m) for name, m in doc["methods"].items()]
     body.append("<h2>Summary</h2><pre>" + escape("\n".join(summary_lines(doc))) + "</pre>")

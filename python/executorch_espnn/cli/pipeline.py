@@ -84,28 +84,57 @@ def _train(prepared, data, epochs: int, lr: float) -> dict:
 _STRICT_PREFIX = "EspNNPartitioner(allow_cpu_fallback=False)"
 
 
-def lower(quantized, example, target: str, strict: bool):
+def _schedule_error(e: BaseException):
+    """The ScheduleError behind ``e`` (ExecuTorch may wrap what the partitioner raised), or None."""
+    from ..memory.schedule_search import ScheduleError
+
+    while e is not None:
+        if isinstance(e, ScheduleError):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def lower(quantized, example, target: str, strict: bool, *, schedule: str = "auto", arena_budget: int | None = None):
     from ..compile_spec import EspNNCompileSpecBuilder
-    from ..lowering.lower import LoweringError as Lowering
     from ..partition import to_espnn_edge
 
     ep = _export(quantized, example, "quantized model")
-    specs = EspNNCompileSpecBuilder().set_target(target).build()
+    specs = (EspNNCompileSpecBuilder().set_target(target).set_schedule(schedule).set_arena_budget(arena_budget)
+             .build())
     try:
         return to_espnn_edge(ep, compile_specs=specs, allow_cpu_fallback=not strict)
-    except Lowering as e:
+    except Exception as e:
+        failure = _lowering_failure(e, schedule)
+        if failure is None:
+            raise  # not anticipated: an internal error
+        raise failure from e
+
+
+def _lowering_failure(e: Exception, schedule: str) -> LoweringError | None:
+    """The CliError that says what went wrong in to_espnn_edge and what to do
+    (None: not a failure the user can act on)."""
+    from ..lowering.lower import LoweringError as Lowering
+
+    budget_error = _schedule_error(e)
+    if budget_error is not None:
+        hint = (" (or drop --schedule layer: fused execution may reach less)" if schedule == "layer" else "")
+        return LoweringError(f"--arena-budget {budget_error.budget:,} B cannot be met: {one_line(budget_error)}; "
+                             f"give --arena-budget {budget_error.smallest_peak:,} or more{hint}")
+    if isinstance(e, Lowering):
         node = f" at node {e.node}" if getattr(e, "node", None) else ""
-        raise LoweringError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
-                            "an op the backend cannot take stays on the CPU)") from e
-    except RuntimeError as e:
+        return LoweringError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
+                             "an op the backend cannot take stays on the CPU)")
+    if isinstance(e, RuntimeError):
         text = str(e)
         if text.startswith(_STRICT_PREFIX):
             lines = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("  ")]
             more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-            raise LoweringError(f"--strict: {len(lines)} node(s) would run on the CPU; first: {lines[0]}{more}. "
-                                "Change or remove these ops, or drop --strict to let them run on the CPU "
-                                "(the report then lists each with its reason)") from e
-        raise LoweringError(f"lowering failed: {type(e).__name__}: {one_line(e)[:500]}") from e
+            return LoweringError(f"--strict: {len(lines)} node(s) would run on the CPU; first: {lines[0]}{more}. "
+                                 "Change or remove these ops, or drop --strict to let them run on the CPU "
+                                 "(the report then lists each with its reason)")
+        return LoweringError(f"lowering failed: {type(e).__name__}: {one_line(e)[:500]}")
+    return None
 
 
 def to_pte(edge) -> bytes:

@@ -74,7 +74,8 @@ def debug_handle_map(edge_program, program: LoweredProgram) -> dict[int, tuple[i
     """
     from .. import _native
 
-    ops = _native.Program(program.blob).summary()["ops"]
+    # A fused region's BAND_LOOP op comes from no node (it runs the ops after it).
+    ops = [op for op in _native.Program(program.blob).summary()["ops"] if op["op"] != "BAND_LOOP"]
     if len(ops) != len(program.op_nodes):
         raise RuntimeError(f"the payload has {len(ops)} ops but the lowering recorded {len(program.op_nodes)}")
     graph = edge_program.graph_module.graph

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..compile_spec import CompileOptions
 from ..memory import memory_order
+from ..memory.schedule_search import Schedule, ScheduleError, choose_schedule
 from .context import LowerContext
 from .graph import Subgraph, Unsupported, op_name
 from .registry import lookup
@@ -36,6 +37,7 @@ class LoweredProgram:
     num_ops: int
     num_inputs: int
     num_outputs: int
+    schedule: Schedule | None = None  # layer-by-layer or fused, as chosen (memory.schedule_search)
 
 
 def build(sub: Subgraph, options: CompileOptions | None = None) -> LowerContext:
@@ -85,13 +87,39 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     order = memory_order(ctx.writer.arena_graph())
     ctx.writer.reorder_ops(order)
     ctx.op_nodes = [ctx.op_nodes[i] for i in order]
+    # Layer by layer or fused band by band (compile specs "schedule" and
+    # "arena_budget"). A budget no schedule meets raises ScheduleError, which
+    # is not a LoweringError: the partitioner must not quietly move the ops
+    # to the CPU instead of telling the user the smallest arena reachable.
     try:
-        blob = ctx.writer.to_bytes()
+        schedule = choose_schedule(ctx.writer.arena_graph(), budget=ctx.options.arena_budget,
+                                   mode=ctx.options.schedule)
+    except ScheduleError:
+        raise
+    except ValueError:
+        # The search parses the layer-by-layer program for its row geometry:
+        # a program the parser refuses is a ParserRejection naming the node.
+        validate(ctx.writer.to_bytes(), ctx.op_nodes)
+        raise
+    try:
+        blob = ctx.writer.to_bytes(ctx.writer.plan(schedule.regions))
     except ValueError as e:
         raise LoweringError(f"serialization failed: {e}") from None
-    validate(blob, ctx.op_nodes)
+    validate(blob, _with_band_loops(ctx.op_nodes, schedule.regions))
     return LoweredProgram(blob, list(ctx.op_nodes), ctx.num_tensors, len(ctx.op_nodes), len(sub.inputs),
-                          len(sub.outputs))
+                          len(sub.outputs), schedule)
+
+
+def _with_band_loops(op_nodes: list[str], regions) -> list[str]:
+    """The fx node of each op of the blob, whose fused regions each start
+    with a BAND_LOOP op: named after the region's first op's node."""
+    starts = {r.first_op for r in regions}
+    out = []
+    for i, name in enumerate(op_nodes):
+        if i in starts:
+            out.append(name)
+        out.append(name)
+    return out
 
 
 _OP_RE = re.compile(r"\bop (\d+)\b")

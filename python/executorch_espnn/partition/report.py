@@ -37,7 +37,12 @@ class PayloadSummary:
     num_outputs: int
     xts3_ops: dict[str, int]  # XTS3 opcode -> count
     arena_bytes: int  # activation arena the payload plans (allocated at init)
-    arena_lower_bound: int  # least arena any accepted plan has for this op order
+    arena_lower_bound: int  # least arena any accepted plan has for this op order (and these fused regions)
+    arena_layer_bound: int  # least arena of a layer-by-layer plan of this op order (no fused regions)
+    recomputed_macs: int  # MACs the fused regions compute more than once (halo rows)
+    recompute_percent: float  # recomputed_macs / layer-by-layer MACs, in %
+    schedule: str  # one line: layer-by-layer, or the fused regions and their cost
+    fused_regions: list[dict]  # first_op, num_ops, band_rows, in_place of each fused region
     scratch_bytes: int  # ESP-NN scratch of this build (0 for the host's ANSI kernels)
     macs: int
     s3_simd_macs: int  # MACs on ESP-NN's ESP32-S3 SIMD paths
@@ -135,6 +140,7 @@ def payload_summary(blob: bytes, compile_specs=()) -> PayloadSummary:
     parser's message if it is rejected) and adds the static analysis."""
     from .. import _native
     from ..analysis import arena_timeline, payload_metrics
+    from ..memory.schedule_search import payload_schedule
 
     s = _native.parse(bytes(blob))
     metrics = payload_metrics(s)
@@ -142,7 +148,7 @@ def payload_summary(blob: bytes, compile_specs=()) -> PayloadSummary:
         format_version=s["version"], num_ops=len(s["ops"]), num_tensors=len(s["tensors"]),
         num_inputs=len(s["inputs"]), num_outputs=len(s["outputs"]),
         xts3_ops=dict(sorted(Counter(op["op"] for op in s["ops"]).items())),
-        arena_bytes=metrics.arena_bytes, arena_lower_bound=metrics.arena_lower_bound,
+        arena_bytes=metrics.arena_bytes, arena_lower_bound=metrics.arena_lower_bound, **payload_schedule(blob),
         scratch_bytes=metrics.scratch_bytes, macs=metrics.macs, s3_simd_macs=metrics.s3_simd_macs,
         target=_target(compile_specs),
         op_metrics=[asdict(o) for o in metrics.ops],
