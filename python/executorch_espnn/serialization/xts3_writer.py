@@ -156,6 +156,21 @@ class Xts3Writer:
     def set_inputs(self, tensors: Iterable[int]) -> None:
         self._inputs = [self._check_index(t) for t in tensors]
 
+    def mark_external_inputs(self) -> list[int]:
+        """Makes EXTERNAL every FLOAT32 graph input that only QUANTIZE ops
+        read and that is no graph output: the caller's tensor is then read in
+        place, with no arena bytes and no copy. Always done by the lowering: it
+        never costs memory or time. Returns the tensors marked."""
+        marked = []
+        for t in self._inputs:
+            tensor = self._tensors[t]
+            readers = [op for op in self._ops if t in op.inputs]
+            if (tensor.dtype == "FLOAT32" and tensor.memory == "ARENA" and t not in self._outputs
+                    and readers and all(op.name == "QUANTIZE" and t not in op.outputs for op in readers)):
+                tensor.external = True
+                marked.append(t)
+        return marked
+
     def set_outputs(self, tensors: Iterable[int]) -> None:
         self._outputs = [self._check_index(t) for t in tensors]
 
