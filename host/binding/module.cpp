@@ -181,6 +181,7 @@ class Program {
     if (inputs.size() != interp_.num_inputs())
       throw py::value_error("expected " + std::to_string(interp_.num_inputs()) +
                             " inputs, got " + std::to_string(inputs.size()));
+    std::vector<py::array> bound;  // EXTERNAL feeds, alive until Invoke returns
     for (uint32_t i = 0; i < interp_.num_inputs(); ++i) {
       const TensorInfo t = interp_.input_info(i);
       py::array a = inputs[i];
@@ -195,7 +196,17 @@ class Program {
                               std::string(py::str(py::cast(got))) + ", the graph expects " +
                               std::string(py::str(py::cast(want))));
       py::array c = py::array::ensure(a, py::array::c_style);
-      std::memcpy(interp_.input_data(i), c.data(), t.nbytes);
+      if (t.flags & kTensorFlagExternal) {
+        // Zero-copy: the interpreter reads the feed itself (kept alive in
+        // `bound` through Invoke); a misaligned view is copied first.
+        if ((uintptr_t)c.data() % DTypeSize(t.dtype) != 0)
+          c = py::array(c.dtype(), std::vector<ssize_t>(c.shape(), c.shape() + c.ndim()), c.data());
+        bound.push_back(c);
+        const Status b = interp_.BindInput(i, c.data(), (size_t)c.nbytes());
+        if (!b.ok()) throw py::value_error(b.message());
+      } else {
+        std::memcpy(interp_.input_data(i), c.data(), t.nbytes);
+      }
     }
     Status s;
     {
@@ -225,6 +236,7 @@ void BindFormatConstants(py::module_& m) {
       {"FORMAT_MAGIC", kMagic},
       {"FORMAT_VERSION", kFormatVersion},
       {"MIN_FORMAT_VERSION", kMinFormatVersion},
+      {"TENSOR_FLAG_MIN_VERSION", kTensorFlagMinVersion},
       {"HEADER_SIZE", kHeaderSize},
       {"SECTION_ENTRY_SIZE", kSectionEntrySize},
       {"TENSOR_RECORD_SIZE", kTensorRecordSize},
@@ -265,7 +277,7 @@ void BindFormatConstants(py::module_& m) {
       {"max_arena_bytes", kMaxArenaBytes}, {"max_blob_bytes", kMaxBlobBytes},
       {"max_softmax_width", kMaxSoftmaxWidth}, {"max_norm_width", kMaxNormWidth},
       {"max_region_ops", kMaxRegionOps}, {"max_region_tensors", kMaxRegionTensors}});
-  m.attr("TENSOR_FLAGS") = ConstantDict({{"BANDED", kTensorFlagBanded}});
+  m.attr("TENSOR_FLAGS") = ConstantDict({{"BANDED", kTensorFlagBanded}, {"EXTERNAL", kTensorFlagExternal}});
   m.attr("BAND_FLAGS") = ConstantDict({{"IN_PLACE", (uint32_t)kBandFlagInPlace}});
 
   // The header's X-macro tables.

@@ -70,10 +70,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The sizes are exactly what the model asks for: Init must accept them.
   const espnn::Status init = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes);
   FUZZ_CHECK(init.ok());
+  uint8_t* external[espnn::xts3::kMaxGraphInputs] = {};
   for (uint32_t i = 0; i < interp.num_inputs(); ++i) {
     const espnn::TensorInfo t = interp.input_info(i);
     uint8_t* dst = (uint8_t*)interp.input_data(i);
-    FUZZ_CHECK(dst >= arena && dst + t.nbytes <= arena + req.arena_bytes);
+    if (t.flags & espnn::xts3::kTensorFlagExternal) {
+      // Caller-provided bytes: no arena space; bound with its exact size so
+      // ASan catches any read past it.
+      FUZZ_CHECK(dst == nullptr);
+      dst = external[i] = (uint8_t*)AllocExact(t.nbytes);
+      FUZZ_CHECK(interp.BindInput(i, dst, t.nbytes).ok());
+    }
+    FUZZ_CHECK(external[i] != nullptr || (dst >= arena && dst + t.nbytes <= arena + req.arena_bytes));
     // Bytes that cover every int8 value and many float32 bit patterns
     // (including NaN and infinities) across a tensor.
     for (uint32_t b = 0; b < t.nbytes; ++b) dst[b] = (uint8_t)((b * 37u + 11u + i * 101u) & 0xFFu);
@@ -93,6 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t* out = (const uint8_t*)interp.output_data(i);
     FUZZ_CHECK(out >= arena && out + t.nbytes <= arena + req.arena_bytes);
   }
+  for (uint8_t* p : external) free(p);
   free(scratch);
   free(arena);
   return 0;

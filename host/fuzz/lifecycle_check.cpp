@@ -91,9 +91,14 @@ uint64_t HashOutputs(const espnn::Interpreter& it) {
   return h;
 }
 
-void FillInputs(const espnn::Interpreter& it) {
+// EXTERNAL inputs are bound to buffers from `external` (freed by the caller).
+void FillInputs(espnn::Interpreter& it, uint8_t** external) {
   for (uint32_t i = 0; i < it.num_inputs(); ++i) {
     uint8_t* p = (uint8_t*)it.input_data(i);
+    if (it.input_info(i).flags & espnn::xts3::kTensorFlagExternal) {
+      p = external[i] = (uint8_t*)AllocAligned(it.input_info(i).nbytes);
+      CHECK(it.BindInput(i, p, it.input_info(i).nbytes).ok(), "bind input %u", (unsigned)i);
+    }
     for (uint32_t b = 0; b < it.input_info(i).nbytes; ++b) p[b] = (uint8_t)((b * 37u + 11u + i) & 0xFF);
   }
 }
@@ -109,8 +114,9 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   CHECK(s.ok(), "%s: init: %s", path, s.message());
   CHECK(n == 0, "%s: %lu allocations in Init", path, n);
   uint64_t h = 0;
+  uint8_t* external[espnn::xts3::kMaxGraphInputs] = {};
   if (s.ok()) {
-    FillInputs(*it);
+    FillInputs(*it, external);
     n = Counted([&] { s = it->Invoke(); });
     CHECK(s.ok(), "%s: invoke: %s", path, s.message());
     CHECK(n == 0, "%s: %lu allocations in Invoke", path, n);
@@ -119,6 +125,7 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   if (!leak) {
     free(arena);
     free(scratch);
+    for (uint8_t* p : external) free(p);
   }
   return h;
 }

@@ -72,6 +72,14 @@ int UnsafeSharedInterpreter(const char* path) {
     return 2;
   espnn::Interpreter interp;
   if (!interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes).ok()) return 2;
+  // EXTERNAL (float) inputs must be bound, or Invoke returns before any op runs.
+  std::vector<std::vector<float>> external(interp.num_inputs());
+  for (uint32_t i = 0; i < interp.num_inputs(); ++i) {
+    const espnn::TensorInfo t = interp.input_info(i);
+    if (!(t.flags & espnn::xts3::kTensorFlagExternal)) continue;
+    external[i].assign(t.nbytes / sizeof(float), 0.5f);
+    if (!interp.BindInput(i, external[i].data(), t.nbytes).ok()) return 2;
+  }
   auto run = [&interp] {
     for (int i = 0; i < 20; ++i) (void)interp.Invoke();  // no KernelLock: racy by design
   };

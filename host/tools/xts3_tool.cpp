@@ -143,6 +143,7 @@ int ProcessFile(const char* path) {
   void* arena = AllocAligned(req.arena_bytes);
   void* scratch = AllocAligned(req.scratch_bytes);
   espnn::Interpreter interp;
+  unsigned char* external[espnn::xts3::kMaxGraphInputs] = {};
   s = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes);
   if (s.ok()) {
     char in_path[4096];
@@ -155,6 +156,10 @@ int ProcessFile(const char* path) {
     for (uint32_t i = 0; i < interp.num_inputs(); ++i) {
       const espnn::TensorInfo t = interp.input_info(i);
       unsigned char* dst = (unsigned char*)interp.input_data(i);
+      if (t.flags & espnn::xts3::kTensorFlagExternal) {  // caller's bytes, bound not copied
+        dst = external[i] = (unsigned char*)malloc(t.nbytes);  // malloc: aligned for float
+        if (dst == nullptr || !interp.BindInput(i, dst, t.nbytes).ok()) abort();
+      }
       for (uint32_t b = 0; b < t.nbytes; ++b)
         dst[b] = have_inputs && consumed + b < in_size ? in_data[consumed + b]
                                                        : (unsigned char)((b * 37u + 11u) & 0xFFu);
@@ -186,6 +191,7 @@ int ProcessFile(const char* path) {
   // One complete line per file even if a later file crashes the process,
   // so a test can name the blob that did.
   fflush(stdout);
+  for (unsigned char* p : external) free(p);
   free(arena);
   free(scratch);
   free(block);

@@ -205,7 +205,7 @@ def test_parser_rejects_banded_flag_errors():
     # the region output flagged
     expect_rejected(_tensor_field(blob, y, "flags", "B", 1), "BANDED")
     # an unknown flag bit
-    expect_rejected(_tensor_field(blob, e, "flags", "B", 3), "flags 0x3 not defined")
+    expect_rejected(_tensor_field(blob, e, "flags", "B", 4), "flags 0x4 not defined")  # bit 1 is EXTERNAL now
 
 
 def test_parser_rejects_banded_tensors_in_version_1():

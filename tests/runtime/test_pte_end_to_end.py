@@ -288,3 +288,33 @@ def test_two_threads_two_programs_match_serial_runs(cnn, small):
     for t in threads:
         t.join()
     assert not mismatches
+
+
+def test_float_input_is_bound_in_place_not_copied(cnn):
+    # The lowering makes the QUANTIZE-only float input EXTERNAL: the arena
+    # holds no float bytes, and the .pte still matches the native
+    # interpreter (test_fully_delegated_cnn_matches_native_and_pytorch).
+    _, payload, _, shape = cnn
+    s = _native.parse(payload)
+    (t,) = s["inputs"]
+    assert s["tensors"][t]["flags"] == _native.TENSOR_FLAGS["EXTERNAL"] and s["version"] >= 2
+    assert s["arena_bytes"] < 4 * int(np.prod(shape)) + int(np.prod(shape))  # no float copy beside its int8
+
+
+def test_misaligned_float_input_gives_the_aligned_result(cnn):
+    # executorch.runtime copies a user input into the method's planned input
+    # buffer, so the delegate binds aligned bytes even for a misaligned feed.
+    _, _, pte, shape = cnn
+    program = load_program(pte)
+    n = int(np.prod(shape))
+    raw = torch.zeros(4 * n + 1, dtype=torch.uint8)
+    x = torch.randn(*shape)
+    raw[1:] = x.view(-1).view(torch.uint8)
+    try:
+        misaligned = torch.frombuffer(raw.numpy().data, dtype=torch.float32, offset=1, count=n).view(*shape)
+    except (ValueError, RuntimeError):
+        pytest.skip("torch refuses a misaligned float view on this host")
+    assert misaligned.data_ptr() % 4 != 0
+    (want,) = run_pte(None, [x], program=program)
+    (got,) = run_pte(None, [misaligned], program=program)
+    assert torch.equal(got, want)

@@ -20,6 +20,11 @@ const uint8_t* EvalContext::in(uint16_t index) const {
   if (index == kNoTensor) return nullptr;
   if (const TensorView* v = view(index)) return v->data;
   TensorInfo t = model->tensor(index);
+  if ((t.flags & kTensorFlagExternal) != 0) {
+    for (uint32_t i = 0; i < model->num_inputs(); ++i)
+      if (model->input(i) == index) return external ? (const uint8_t*)external[i] : nullptr;
+    return nullptr;  // the parser allows EXTERNAL only on graph inputs
+  }
   return t.memory == Memory::CONSTANT ? model->constant_data(t) : arena + t.offset;
 }
 
@@ -70,13 +75,39 @@ Status Interpreter::Init(const Model* model, void* arena, size_t arena_bytes, vo
                          "init: scratch has %lu bytes, the model needs %u",
                          (unsigned long)scratch_bytes, (unsigned)need.scratch_bytes);
   model_ = model;
+  for (uint32_t i = 0; i < kMaxGraphInputs; ++i) external_[i] = nullptr;
   arena_ = (uint8_t*)arena;
   scratch_ = (uint8_t*)scratch;
   scratch_bytes_ = need.scratch_bytes;
   return Status::Ok();
 }
 
-void* Interpreter::input_data(uint32_t i) const { return arena_ + input_info(i).offset; }
+void* Interpreter::input_data(uint32_t i) const {
+  if ((input_info(i).flags & kTensorFlagExternal) != 0) return nullptr;
+  return arena_ + input_info(i).offset;
+}
+
+Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
+  if (model_ == nullptr)
+    return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
+  if (i >= num_inputs())
+    return Status::Error(StatusCode::kInvalidArgument, "bind: input %u of %u", (unsigned)i,
+                         (unsigned)num_inputs());
+  const TensorInfo t = input_info(i);
+  if ((t.flags & kTensorFlagExternal) == 0)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "bind: input %u is not EXTERNAL (write it at input_data)", (unsigned)i);
+  const uint32_t align = DTypeSize(t.dtype);  // natural alignment of the element type
+  if (data == nullptr || (uintptr_t)data % align != 0)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "bind: input %u data must be non-null and %u-byte aligned", (unsigned)i,
+                         (unsigned)align);
+  if (nbytes != t.nbytes)
+    return Status::Error(StatusCode::kInvalidArgument, "bind: input %u has %lu bytes, expected %u",
+                         (unsigned)i, (unsigned long)nbytes, (unsigned)t.nbytes);
+  external_[i] = data;
+  return Status::Ok();
+}
 
 const void* Interpreter::output_data(uint32_t i) const { return arena_ + output_info(i).offset; }
 
@@ -90,7 +121,8 @@ Status Interpreter::InvokeOp(uint32_t index) {
   // the whole region band by band); invoked alone it does nothing.
   if (band::EnclosingLoop(*model_, index) != band::kNotInRegion) return Status::Ok();
   const OpInfo op = model_->op(index);
-  const EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
+  EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
+  ctx.external = external_;
   Status s = LookupOpKernel(op.opcode)->eval(op, ctx);
   if (!s.ok()) s.Prefix("op %u (%s)", (unsigned)index, OpcodeName(op.opcode));
   return s;
@@ -99,6 +131,10 @@ Status Interpreter::InvokeOp(uint32_t index) {
 Status Interpreter::Invoke() {
   if (model_ == nullptr)
     return Status::Error(StatusCode::kNotInitialized, "invoke before a successful init");
+  for (uint32_t i = 0; i < num_inputs(); ++i)
+    if ((input_info(i).flags & kTensorFlagExternal) != 0 && external_[i] == nullptr)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "invoke: EXTERNAL input %u is not bound (BindInput)", (unsigned)i);
   for (uint32_t i = 0; i < model_->num_ops(); ++i) {
     ESPNN_RETURN_IF_ERROR(InvokeOp(i));
     const OpInfo op = model_->op(i);

@@ -183,7 +183,7 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: rank %u is not in 1..%u",
                          (unsigned)index, (unsigned)t.rank, (unsigned)kMaxRank);
   const uint8_t flags = rec[kTenFlags];
-  if (flags != 0 && (version < 2 || (flags & ~kTensorFlagsKnown) != 0))
+  if (flags != 0 && (version < kTensorFlagMinVersion || (flags & ~kTensorFlagsKnown) != 0))
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: flags 0x%x not defined in format version %u",
                          (unsigned)index, (unsigned)flags, (unsigned)version);
   uint64_t elements = 1;
@@ -235,7 +235,15 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
   if (!(t.scale >= 0.0f) || isinf(t.scale))
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: scale must be finite and >= 0",
                          (unsigned)index);
-  if (t.memory == Memory::ARENA) {
+  if (flags & kTensorFlagExternal) {
+    // Caller-provided bytes: no arena space, so no arena range to check.
+    if (t.dtype != DType::FLOAT32 || t.memory != Memory::ARENA || t.offset != 0 ||
+        (flags & kTensorFlagBanded) != 0)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: an EXTERNAL tensor must be a FLOAT32 arena tensor at "
+                           "offset 0 and not BANDED",
+                           (unsigned)index);
+  } else if (t.memory == Memory::ARENA) {
     if (t.offset % kArenaAlignment != 0)
       return Status::Error(StatusCode::kInvalidBlob,
                            "tensor %u: arena offset %u is not %u-byte aligned", (unsigned)index,
@@ -387,7 +395,12 @@ struct ArenaRange {
   uint32_t begin, end;  // [begin, end) in the arena; end <= arena_size < 2^31
 };
 
-ArenaRange RangeOf(const TensorInfo& t) { return {t.offset, t.offset + t.nbytes}; }
+// An EXTERNAL tensor occupies no arena bytes: its range is empty and
+// overlaps nothing.
+ArenaRange RangeOf(const TensorInfo& t) {
+  if (t.flags & kTensorFlagExternal) return {0, 0};
+  return {t.offset, t.offset + t.nbytes};
+}
 
 bool Overlap(ArenaRange a, ArenaRange b) { return a.begin < b.end && b.begin < a.end; }
 bool Same(ArenaRange a, ArenaRange b) { return a.begin == b.begin && a.end == b.end; }
@@ -681,6 +694,13 @@ Status ParseModel(const void* data, size_t size, Model* out) {
     defined.add(t);
   }
 
+  // EXTERNAL tensors are graph inputs (so no op writes them: CheckOp rejects
+  // an output that a graph input already defines).
+  for (uint32_t t = 0; t < m.num_tensors(); ++t)
+    if ((m.tensor(t).flags & kTensorFlagExternal) != 0 && !graph_inputs.has(t))
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "tensor %u: EXTERNAL but not a graph input", (unsigned)t);
+
   for (uint32_t i = 0; i < m.num_ops(); ++i) {
     const uint8_t* rec = m.section_[Model::kOps] + i * kOpRecordSize;
     ESPNN_RETURN_IF_ERROR(CheckOp(m, i, rec, m.count_[Model::kOpIo], m.count_[Model::kParams],
@@ -696,6 +716,9 @@ Status ParseModel(const void* data, size_t size, Model* out) {
       return Status::Error(StatusCode::kInvalidBlob,
                            "graph output %u (tensor %u) is not written by any op or graph input",
                            (unsigned)i, (unsigned)t);
+    if (m.tensor(t).flags & kTensorFlagExternal)
+      return Status::Error(StatusCode::kInvalidBlob,
+                           "graph output %u (tensor %u) is EXTERNAL", (unsigned)i, (unsigned)t);
   }
   {
     Status s = band::CheckRegions(m);

@@ -60,6 +60,9 @@ def build(sub: Subgraph, options: CompileOptions | None = None) -> LowerContext:
         node = None
         ctx.writer.set_inputs([ctx.values[n].tensor for n in sub.inputs])
         ctx.writer.set_outputs([ctx.output_tensor(n) for n in sub.outputs])
+        # Float images are read where the caller holds them (EXTERNAL), not
+        # copied into the arena: on a 224x224 RGB input that is 602 KB.
+        ctx.writer.mark_external_inputs()
     except (Unsupported, ValueError) as e:  # ValueError: the writer refused a value
         where = node if node is not None else ctx.current
         name = where.name if where is not None else None

@@ -72,7 +72,9 @@ class ArenaGraph:
         tensors = summary["tensors"]
         return cls(
             nbytes=tuple(t["nbytes"] for t in tensors),
-            in_arena=tuple(t["memory"] == "ARENA" for t in tensors),
+            # An EXTERNAL graph input is the caller's bytes: no arena space.
+            in_arena=tuple(t["memory"] == "ARENA" and not t["flags"] & _native.TENSOR_FLAGS["EXTERNAL"]
+                           for t in tensors),
             ops=tuple(_op_io(op) for op in summary["ops"]),
             inputs=tuple(summary["inputs"]),
             outputs=tuple(summary["outputs"]),
@@ -160,8 +162,9 @@ class Liveness:
 def lifetimes(g: ArenaGraph) -> tuple[dict[int, int], dict[int, int]]:
     """first and last live step of every arena tensor that is ever live."""
     end = len(g.ops)
-    first = {t: -1 for t in g.inputs}
-    last = {t: -1 for t in g.inputs}
+    arena_inputs = [t for t in g.inputs if g.in_arena[t]]  # EXTERNAL inputs take no arena bytes
+    first = {t: -1 for t in arena_inputs}
+    last = {t: -1 for t in arena_inputs}
     for step, op in enumerate(g.ops):
         for t in g.arena_inputs(op):
             last[t] = max(last.get(t, step), step)

@@ -45,6 +45,11 @@ class _Tensor:
     data: bytes | None = None  # constants only
     offset: int | None = None  # arena offset fixed by the caller (tests that build a plan by hand)
     nbytes_override: int | None = None  # a BANDED tensor's band buffer (fused regions)
+    external: bool = False  # EXTERNAL graph input: the caller's bytes, no arena space
+
+    @property
+    def in_arena(self) -> bool:
+        return self.memory == "ARENA" and not self.external
 
     @property
     def nbytes(self) -> int:
@@ -91,7 +96,8 @@ class Xts3Writer:
                 data = bytes(blob[const_base + t["offset"]:const_base + t["offset"] + t["nbytes"]])
                 w._tensors.append(_Tensor(tuple(t["shape"]), t["dtype"], "CONSTANT", t["scale"], t["zero_point"], data))
             else:
-                w._tensors.append(_Tensor(tuple(t["shape"]), t["dtype"], "ARENA", t["scale"], t["zero_point"]))
+                w._tensors.append(_Tensor(tuple(t["shape"]), t["dtype"], "ARENA", t["scale"], t["zero_point"],
+                                          external=bool(t["flags"] & fmt.TENSOR_FLAGS["EXTERNAL"])))
         for op in s["ops"]:
             names = fmt.OPCODES[op["op"]]["params"]
             w._ops.append(_Op(op["op"], [fmt.NO_TENSOR if t is None else t for t in op["inputs"]],
@@ -101,12 +107,13 @@ class Xts3Writer:
 
     # -- tensors ---------------------------------------------------------------
     def tensor(self, shape: Sequence[int], dtype: str = "INT8", *, scale: float = 0.0,
-               zero_point: int = 0, offset: int | None = None) -> int:
-        """An activation tensor (lives in the arena)."""
+               zero_point: int = 0, offset: int | None = None, external: bool = False) -> int:
+        """An activation tensor (lives in the arena). ``external``: a FLOAT32
+        graph input the caller binds at Invoke (EXTERNAL flag, no arena bytes)."""
         if dtype not in fmt.DTYPES:
             raise ValueError(f"unknown dtype {dtype!r}; XTS3 has {sorted(fmt.DTYPES)}")
         self._tensors.append(_Tensor(tuple(int(d) for d in shape), dtype, "ARENA", float(scale),
-                                     int(zero_point), offset=offset))
+                                     int(zero_point), offset=offset, external=external))
         return len(self._tensors) - 1
 
     def constant(self, array: np.ndarray, *, scale: float = 0.0, zero_point: int = 0) -> int:
@@ -149,6 +156,21 @@ class Xts3Writer:
     def set_inputs(self, tensors: Iterable[int]) -> None:
         self._inputs = [self._check_index(t) for t in tensors]
 
+    def mark_external_inputs(self) -> list[int]:
+        """Makes EXTERNAL every FLOAT32 graph input that only QUANTIZE ops
+        read and that is no graph output: the caller's tensor is then read in
+        place, with no arena bytes and no copy. Always done by the lowering: it
+        never costs memory or time. Returns the tensors marked."""
+        marked = []
+        for t in self._inputs:
+            tensor = self._tensors[t]
+            readers = [op for op in self._ops if t in op.inputs]
+            if (tensor.dtype == "FLOAT32" and tensor.memory == "ARENA" and t not in self._outputs
+                    and readers and all(op.name == "QUANTIZE" and t not in op.outputs for op in readers)):
+                tensor.external = True
+                marked.append(t)
+        return marked
+
     def set_outputs(self, tensors: Iterable[int]) -> None:
         self._outputs = [self._check_index(t) for t in tensors]
 
@@ -163,7 +185,7 @@ class Xts3Writer:
         caller-fixed offset are pinned."""
         return ArenaGraph(
             nbytes=tuple(t.nbytes for t in self._tensors),
-            in_arena=tuple(t.memory == "ARENA" for t in self._tensors),
+            in_arena=tuple(t.in_arena for t in self._tensors),
             ops=tuple(OpIO(op.name, tuple(None if t == fmt.NO_TENSOR else t for t in op.inputs),
                            tuple(op.outputs)) for op in self._ops),
             inputs=tuple(self._inputs),
@@ -177,13 +199,13 @@ class Xts3Writer:
         parser always accepts): what BandGraph reads the row geometry from."""
         offsets, end = {}, 0
         for i, t in enumerate(self._tensors):
-            if t.memory == "ARENA":
+            if t.in_arena:
                 offsets[i] = end
                 end += aligned(t.nbytes)
         return self.to_bytes(ArenaPlan(offsets, end))
 
     def _pinned_offsets(self) -> dict[int, int]:
-        return {i: t.offset for i, t in enumerate(self._tensors) if t.memory == "ARENA" and t.offset is not None}
+        return {i: t.offset for i, t in enumerate(self._tensors) if t.in_arena and t.offset is not None}
 
     def plan(self, regions=()) -> ArenaPlan:
         """The memory planner's arena plan for the ops in their current order,
@@ -200,10 +222,11 @@ class Xts3Writer:
     # -- bytes -------------------------------------------------------------------
     def format_version(self, ops: Sequence[_Op] | None = None) -> int:
         """The oldest format version that has every opcode this graph uses
-        (fused regions: BAND_LOOP's): a graph without newer features stays
-        readable by older runtimes."""
+        (fused regions: BAND_LOOP's) and tensor flag (EXTERNAL: version 2): a
+        graph without newer features stays readable by older runtimes."""
         ops = self._ops if ops is None else ops
-        return max([fmt.MIN_FORMAT_VERSION] + [fmt.OPCODES[op.name]["min_version"] for op in ops])
+        flags = [fmt.TENSOR_FLAG_MIN_VERSION] if any(t.external for t in self._tensors) else []
+        return max([fmt.MIN_FORMAT_VERSION] + flags + [fmt.OPCODES[op.name]["min_version"] for op in ops])
 
     def _with_regions(self, regions) -> tuple[list[_Tensor], list[_Op], dict[int, int]]:
         """Tensors and ops with the plan's fused regions written in: a
@@ -254,8 +277,8 @@ class Xts3Writer:
             rec[tf["dtype"]] = fmt.DTYPES[t.dtype][0]
             rec[tf["rank"]] = len(t.shape)
             rec[tf["memory"]] = fmt.MEMORY_KINDS[t.memory]
-            rec[tf["flags"]] = flags.get(i, 0)
-            off = const_offsets[i] if t.memory == "CONSTANT" else offsets[i]
+            rec[tf["flags"]] = flags.get(i, 0) | (fmt.TENSOR_FLAGS["EXTERNAL"] if t.external else 0)
+            off = const_offsets[i] if t.memory == "CONSTANT" else 0 if t.external else offsets[i]
             struct.pack_into("<IIif", rec, tf["offset"], off, t.nbytes, t.zero_point, t.scale)
             dims = list(t.shape) + [0] * (fmt.LIMITS["max_rank"] - len(t.shape))
             if len(dims) > fmt.LIMITS["max_rank"]:

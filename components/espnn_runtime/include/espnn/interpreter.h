@@ -40,8 +40,12 @@ class Interpreter {
   uint32_t num_outputs() const { return model_->num_outputs(); }
   TensorInfo input_info(uint32_t i) const { return model_->tensor(model_->input(i)); }
   TensorInfo output_info(uint32_t i) const { return model_->tensor(model_->output(i)); }
-  // Where the caller writes graph input i before Invoke (nbytes in input_info).
+  // Where the caller writes graph input i before Invoke (nbytes in input_info);
+  // nullptr for an EXTERNAL input, which the caller binds instead.
   void* input_data(uint32_t i) const;
+  // Points EXTERNAL graph input i at the caller's bytes (exactly nbytes,
+  // aligned to the element size); they must stay valid through Invoke.
+  Status BindInput(uint32_t i, const void* data, size_t nbytes);
   // Where graph output i is after Invoke.
   const void* output_data(uint32_t i) const;
 
@@ -55,6 +59,7 @@ class Interpreter {
   uint8_t* arena_ = nullptr;
   uint8_t* scratch_ = nullptr;
   uint32_t scratch_bytes_ = 0;
+  const void* external_[xts3::kMaxGraphInputs] = {};  // BindInput, by graph input
 };
 
 }  // namespace espnn

@@ -71,7 +71,13 @@ constexpr uint32_t kTenDtype = 0, kTenRank = 1, kTenMemory = 2, kTenFlags = 3,
 // parser computes the rows every band needs and checks the capacity; no op
 // outside its region may read it, and it is never a graph input or output.
 constexpr uint8_t kTensorFlagBanded = 0x01;
-constexpr uint8_t kTensorFlagsKnown = kTensorFlagBanded;
+// EXTERNAL: a FLOAT32 graph input whose bytes the caller provides at Invoke
+// (Interpreter::BindInput) instead of copying them into the arena. It takes
+// no arena space: its offset must be 0 and it is in no arena range check.
+// Never a graph output, never written by an op, never BANDED.
+constexpr uint8_t kTensorFlagExternal = 0x02;
+constexpr uint8_t kTensorFlagsKnown = kTensorFlagBanded | kTensorFlagExternal;
+constexpr uint16_t kTensorFlagMinVersion = 2;  // the first version with tensor flags
 
 #define ESPNN_XTS3_DTYPES(X) \
   /* name,  id, element bytes */ \

@@ -329,7 +329,17 @@ class EspNNBackend final : public BackendInterface {
     KernelLock lock;
     for (uint32_t i = 0; i < num_in; ++i) {
       const TensorInfo info = interp.input_info(i);
-      memcpy(interp.input_data(i), args[i]->toTensor().const_data_ptr(), info.nbytes);
+      const void* data = args[i]->toTensor().const_data_ptr();
+      if (info.flags & espnn::xts3::kTensorFlagExternal) {
+        // Zero-copy: the interpreter reads the caller's tensor in place.
+        Status b = interp.BindInput(i, data, args[i]->toTensor().nbytes());
+        if (!b.ok()) {
+          ET_LOG(Error, "EspNNBackend: input %u: %s", (unsigned)i, b.message());
+          return Error::InvalidArgument;
+        }
+      } else {
+        memcpy(interp.input_data(i), data, info.nbytes);
+      }
     }
     Status s = Run(interp, context.event_tracer());
     if (!s.ok()) {

@@ -367,7 +367,7 @@ Status EvalBandLoop(const OpInfo& loop, const EvalContext& ctx) {
   const uint32_t out_t = OutputTensor(d);
   for (uint32_t t = 0; t < d.num_tensors; ++t) {
     const TensorInfo ti = m.tensor(st.r.tensors[t]);
-    st.base[t] = ctx.arena + ti.offset;
+    st.base[t] = ctx.arena + ti.offset;  // int8 (R2), so never an EXTERNAL (FLOAT32) input
     st.row_bytes[t] = RowBytes(ti);
     st.have[t] = st.r.produced[t] ? RowRange{0, 0} : RowRange{0, ti.dims[1]};
   }

@@ -30,6 +30,9 @@ struct EvalContext {
   uint32_t scratch_bytes;
   const TensorView* views = nullptr;
   uint32_t num_views = 0;
+  // Caller-bound data of EXTERNAL graph inputs, by graph input position
+  // (Interpreter::BindInput); nullptr entries for the others.
+  const void* const* external = nullptr;
 
   TensorInfo tensor(uint16_t index) const;
   // Read-only data of any tensor (arena or constant); nullptr for kNoTensor.
