@@ -102,12 +102,14 @@ def test_invoke_op_inside_a_region_does_nothing_and_the_loop_runs_it():
 def _zoo_payload(name: str) -> bytes:
     torch = pytest.importorskip("torch")
     pytest.importorskip("executorch")
-    from executorch_espnn import delegate_payloads, quantize, to_espnn_edge
+    from executorch_espnn import EspNNCompileSpecBuilder, delegate_payloads, quantize, to_espnn_edge
     from executorch_espnn import models as M
 
     make = {"ds_cnn": M.ds_cnn, "mobilenet_v2_96": lambda: M.mobilenet_v2(num_classes=10, resolution=96)}[name]
     model, example = make()
-    edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example))
+    # The layer-by-layer payload: these tests place the regions themselves.
+    specs = EspNNCompileSpecBuilder().set_schedule("layer").build()
+    edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example), compile_specs=specs)
     (payload,) = delegate_payloads(edge)
     return payload
 
