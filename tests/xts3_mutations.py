@@ -494,7 +494,8 @@ def corpus() -> Iterator[tuple[str, bytes]]:
     blobs, all their truncations, all huge-field, PARAMS and arena-plan
     mutations; the fused-region blobs, their truncations, huge-field and
     PARAMS mutations."""
-    for v in valid_blobs():
+    valid = valid_blobs()
+    for v in valid + region_blobs():
         yield v.name, v.blob
         for n, b in truncations(v.blob):
             yield f"{v.name}.truncated_{n}", b
@@ -502,15 +503,8 @@ def corpus() -> Iterator[tuple[str, bytes]]:
             yield m.name, m.blob
         for m in param_mutations(v):
             yield m.name, m.blob
+    for v in valid:
         for m in arena_plan_mutations(v):
-            yield m.name, m.blob
-    for v in region_blobs():
-        yield v.name, v.blob
-        for n, b in truncations(v.blob):
-            yield f"{v.name}.truncated_{n}", b
-        for m in huge_field_mutations(v):
-            yield m.name, m.blob
-        for m in param_mutations(v):
             yield m.name, m.blob
 
 

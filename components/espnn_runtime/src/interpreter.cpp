@@ -120,6 +120,10 @@ Status Interpreter::InvokeOp(uint32_t index) {
   // An op inside a fused region runs as part of its BAND_LOOP (which runs
   // the whole region band by band); invoked alone it does nothing.
   if (band::EnclosingLoop(*model_, index) != band::kNotInRegion) return Status::Ok();
+  return RunOp(index);
+}
+
+Status Interpreter::RunOp(uint32_t index) {
   const OpInfo op = model_->op(index);
   EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
   ctx.external = external_;
@@ -135,8 +139,10 @@ Status Interpreter::Invoke() {
     if ((input_info(i).flags & kTensorFlagExternal) != 0 && external_[i] == nullptr)
       return Status::Error(StatusCode::kInvalidArgument,
                            "invoke: EXTERNAL input %u is not bound (BindInput)", (unsigned)i);
+  // Skipping each region's ops here (its BAND_LOOP runs them) keeps
+  // InvokeOp's region lookup off this path.
   for (uint32_t i = 0; i < model_->num_ops(); ++i) {
-    ESPNN_RETURN_IF_ERROR(InvokeOp(i));
+    ESPNN_RETURN_IF_ERROR(RunOp(i));
     const OpInfo op = model_->op(i);
     if (op.opcode == Opcode::BAND_LOOP) i += (uint32_t)op.Params<BAND_LOOP_Params>().num_ops;
   }

@@ -49,6 +49,14 @@ class BandGraph:
     def __init__(self, source: Callable[[], bytes] | bytes):
         self._source = source
 
+    @classmethod
+    def from_parsed(cls, summary: dict, windows: list) -> "BandGraph":
+        """The view of a program already parsed (summary and band windows), with
+        no blob behind it."""
+        graph = cls(b"")
+        graph.__dict__["_parsed"] = (summary, windows)  # the cached_property's slot
+        return graph
+
     @cached_property
     def _parsed(self) -> tuple[dict, list]:
         blob = self._source() if callable(self._source) else self._source

@@ -55,6 +55,9 @@ class Interpreter {
   Status InvokeOp(uint32_t index);
 
  private:
+  // Runs op `index` (in range, not inside a fused region).
+  Status RunOp(uint32_t index);
+
   const Model* model_ = nullptr;
   uint8_t* arena_ = nullptr;
   uint8_t* scratch_ = nullptr;
