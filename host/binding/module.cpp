@@ -10,6 +10,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,12 @@ const char* AliasingName(Aliasing a) {
 
 // A parsed blob that can be run repeatedly: owns aligned copies of the
 // blob, the arena and the scratch buffer, like the device glue does.
+//
+// Threads: Run() releases the GIL while the interpreter runs, and the
+// instance has one arena, one scratch buffer and one set of EXTERNAL input
+// bindings. So calls of Run() on one instance are serialized by its own
+// mutex (from the first input copy to the last output copy); different
+// instances run side by side. The read-only accessors need no lock.
 class Program {
  public:
   explicit Program(py::bytes blob) {
@@ -178,6 +185,13 @@ class Program {
   }
 
   py::list Run(const std::vector<py::array>& inputs) {
+    // Uncontended: taken at once. Contended: wait without the GIL, so the
+    // thread inside Invoke can take it back to copy its outputs.
+    std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      py::gil_scoped_release release;
+      lock.lock();
+    }
     if (inputs.size() != interp_.num_inputs())
       throw py::value_error("expected " + std::to_string(interp_.num_inputs()) +
                             " inputs, got " + std::to_string(inputs.size()));
@@ -229,6 +243,7 @@ class Program {
   Model model_;
   MemoryRequirements req_{};
   Interpreter interp_;
+  std::mutex run_mutex_;  // one Run() at a time per instance (see the class comment)
 };
 
 void BindFormatConstants(py::module_& m) {
@@ -326,7 +341,8 @@ PYBIND11_MODULE(_native, m) {
            "Per op: [(input slot, stride, pad, extent), ...] of the rows it reads if it can run in a "
            "fused region (BAND_LOOP), else None.")
       .def("run", &Program::Run, py::arg("inputs"),
-           "Runs the graph on numpy arrays (dtype and shape must match the graph inputs).");
+           "Runs the graph on numpy arrays (dtype and shape must match the graph inputs). Thread-safe: "
+           "calls on one Program take turns (a mutex per instance), different Programs run in parallel.");
 
   // The row arithmetic of fused regions (espnn/band_geometry.h PlanRegion),
   // for the Python planner: it describes a candidate region on local tensor

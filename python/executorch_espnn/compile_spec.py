@@ -8,8 +8,10 @@ runtime's ``init()``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 from .memory.schedule_search import SCHEDULE_MODES
 
@@ -35,9 +37,11 @@ def parse_size(text) -> int:
             raise ValueError(f"arena budget {text!r} is not a size: give bytes (16000) or a number with K or M "
                              "(320K, 1.5M; K = 1024 bytes)")
         number, unit = m.group(1), (m.group(2) or "")[:1].lower()
-        scaled = float(number) * _UNITS[unit] if "." in number else int(number) * _UNITS[unit]
-        if scaled != int(scaled):
-            raise ValueError(f"arena budget {text!r} is not a whole number of bytes ({scaled:g})")
+        # Exact decimal arithmetic: a float would print 1.0000000001K as "(1024)".
+        scaled = Decimal(number) * _UNITS[unit]
+        if scaled != scaled.to_integral_value():
+            raise ValueError(f"arena budget {text!r} is not a whole number of bytes ({scaled} B; "
+                             f"give {math.floor(scaled)} or {math.ceil(scaled)})")
         value = int(scaled)
     if value <= 0:
         raise ValueError(f"arena budget {text!r} must be more than 0 bytes")

@@ -19,14 +19,18 @@ PyTorch op it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import warnings
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from . import ET_BACKEND_ERROR, _et_backend
+from .output_diff import check_tolerance, element_diff
 from .pte_check import InvalidProgramError, check_pte
 
-__all__ = ["load_program", "run_pte", "compare_with", "Comparison", "check_pte", "InvalidProgramError",
+__all__ = ["load_program", "run_pte", "InputError", "compare_with", "Comparison", "check_pte", "InvalidProgramError",
            "missing_host_kernels", "run_edge_program"]
 
 
@@ -40,6 +44,56 @@ def _runtime():
     return Runtime.get()
 
 
+class InputError(ValueError):
+    """An input that ``run_pte`` refuses before ExecuTorch sees it (wrong
+    count, type, dtype or shape): one line naming the input. ExecuTorch's
+    binding would abort the process on some of these (a zero-element numpy
+    array) or fail with an error code. ``index`` is the input's position
+    (None when the error is about the input list as a whole)."""
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass
+class _ProgramState:
+    """What ``run_pte`` keeps per loaded program: the lock that serializes its
+    calls (executorch.runtime caches one ``Method`` per name, and one Method
+    must never execute in two threads at once) and the dim order each method
+    input was exported with (method -> per input; missing: contiguous)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    dim_orders: dict = field(default_factory=dict)
+
+
+# executorch.runtime.Program -> _ProgramState; weak, so a program is freed with its last user reference.
+_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_STATES_LOCK = threading.Lock()
+
+
+def _state(program) -> _ProgramState:
+    with _STATES_LOCK:
+        state = _STATES.get(program)
+        if state is None:  # a program loaded without load_program: contiguous inputs assumed
+            state = _STATES[program] = _ProgramState()
+        return state
+
+
+def _input_dim_orders(data: bytes) -> dict:
+    """method -> the dim order of each tensor input, as the .pte records it."""
+    from .partition.report import pte_program
+
+    out = {}
+    for plan in pte_program(data).execution_plan:
+        orders = []
+        for index in plan.inputs:
+            val = plan.values[index].val
+            orders.append(tuple(int(d) for d in val.dim_order) if hasattr(val, "dim_order") else None)
+        out[plan.name] = orders
+    return out
+
+
 def load_program(pte: bytes | bytearray | str | Path):
     """An ``executorch.runtime.Program`` from .pte bytes or a path.
 
@@ -49,6 +103,10 @@ def load_program(pte: bytes | bytearray | str | Path):
     """
     if isinstance(pte, (str, Path)):
         path = Path(pte)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path}: is a directory, not a .pte file")
+        if path.exists() and not path.is_file():
+            raise FileNotFoundError(f"{path}: not a regular file (a .pte program is one)")
         try:
             data, name = path.read_bytes(), str(path)
         except OSError as e:
@@ -61,7 +119,10 @@ def load_program(pte: bytes | bytearray | str | Path):
     check_pte(data, name)
     from executorch.runtime import Verification
 
-    return runtime.load_program(data, verification=Verification.InternalConsistency)
+    program = runtime.load_program(data, verification=Verification.InternalConsistency)
+    with _STATES_LOCK:
+        _STATES[program] = _ProgramState(dim_orders=_input_dim_orders(data))
+    return program
 
 
 def _as_tensors(inputs) -> list:
@@ -78,11 +139,87 @@ def _as_tensors(inputs) -> list:
     return out
 
 
+def _has_layout(t, order: tuple) -> bool:
+    """True when `t`'s strides are exactly those of a dense tensor laid out
+    in dim order `order` (outermost first), size-1 dims included: what
+    ExecuTorch reads as that dim order."""
+    want, step = [0] * t.dim(), 1
+    for d in reversed(order):
+        want[d] = step
+        step *= int(t.shape[d])
+    return list(t.stride()) == want and t.storage_offset() == 0
+
+
+def _prepare_inputs(program, method: str, inputs: Sequence) -> list:
+    """The method's inputs as tensors ExecuTorch reads correctly: each one
+    checked against the method's dtype and shape (InputError), in the dim
+    order the program recorded (contiguous unless it was exported otherwise),
+    at an aligned address. A differently laid out input (channels-last,
+    transposed or sliced views, Fortran order, negative strides, misaligned
+    memory, other byte order) is converted, with a warning saying so; its
+    values are never reinterpreted."""
+    import numpy as np
+    import torch
+
+    from .pte_suite import method_input_specs
+
+    specs = method_input_specs(None, method, program)
+    if len(inputs) != len(specs):
+        raise InputError(f"method {method!r} takes {len(specs)} input(s), got {len(inputs)}")
+    orders = _state(program).dim_orders.get(method) or [None] * len(specs)
+    out = []
+    for i, (x, (shape, dtype)) in enumerate(zip(inputs, specs)):
+        converted = []
+        if isinstance(x, np.ndarray):
+            if x.dtype.byteorder not in "=|" and x.dtype.newbyteorder("=") == dtype:
+                x = x.astype(dtype)  # the same values in this host's byte order
+                converted.append("byte order")
+            got_dtype = x.dtype
+        elif isinstance(x, torch.Tensor):
+            if x.layout != torch.strided or x.device.type != "cpu" or x.is_quantized:
+                raise InputError(f"input {i}: a {x.layout} tensor on {x.device}; pass a dense CPU tensor", i)
+            try:
+                got_dtype = np.dtype(str(x.dtype).removeprefix("torch."))
+            except TypeError:
+                got_dtype = str(x.dtype).removeprefix("torch.")
+        else:
+            raise InputError(f"input {i} is a {type(x).__name__}; pass a torch tensor or a numpy array", i)
+        if got_dtype != dtype:
+            raise InputError(f"input {i}: dtype {got_dtype}, method {method!r} expects {dtype} (cast it first; "
+                             "a value-changing cast is never done silently)", i)
+        if tuple(x.shape) != tuple(shape):
+            raise InputError(f"input {i}: shape {tuple(x.shape)}, method {method!r} expects {tuple(shape)}", i)
+        if isinstance(x, np.ndarray):
+            if not (x.flags.c_contiguous and x.flags.aligned):
+                converted.append("Fortran order" if x.flags.f_contiguous and x.ndim > 1 else "strided view"
+                                 if x.flags.aligned else "misaligned memory")
+                x = np.require(x, requirements=["C", "A"]).copy()
+            x = torch.from_numpy(x)
+        x = x.detach()
+        order = orders[i] if i < len(orders) and orders[i] is not None else tuple(range(x.dim()))
+        if not _has_layout(x, order) or x.data_ptr() % max(x.element_size(), 1):
+            if not converted:
+                converted.append("channels-last" if x.dim() == 4 and x.is_contiguous(
+                    memory_format=torch.channels_last) else "strided view")
+            inverse = [order.index(d) for d in range(len(order))]
+            x = x.permute(*order).clone(memory_format=torch.contiguous_format).permute(*inverse)
+        if converted:
+            warnings.warn(f"input {i}: {' and '.join(converted)} converted to the program's dim order "
+                          f"{order} (the values are unchanged)", stacklevel=3)
+        out.append(x)
+    return out
+
+
 def run_pte(pte, inputs: Sequence, method: str = "forward", *, program=None) -> list:
     """Runs `method` of a .pte (bytes or path) on `inputs` (torch tensors or
     numpy arrays); returns the outputs as torch tensors.
 
-    Pass `program` (from ``load_program``) to reuse a loaded program.
+    Pass `program` (from ``load_program``) to reuse a loaded program. Each
+    input must have the method's dtype and shape (InputError, a ValueError,
+    otherwise); any memory layout is accepted and converted to the program's
+    (see ``_prepare_inputs``). Safe to call from several threads, also with
+    one shared `program`: calls on one program take turns (a lock per
+    program), calls on different programs run side by side.
     Raises InvalidProgramError (a ValueError) for a .pte that fails the
     device's check, RuntimeError when loading or executing fails (ExecuTorch
     logs the reason, e.g. the delegate's dtype/shape check, to stderr).
@@ -90,24 +227,32 @@ def run_pte(pte, inputs: Sequence, method: str = "forward", *, program=None) -> 
     program = program if program is not None else load_program(pte)
     if method not in program.method_names:
         raise ValueError(f"the program has no method {method!r}; it has {sorted(program.method_names)}")
-    loaded = program.load_method(method)
-    return list(loaded.execute(_as_tensors(inputs)))
+    feeds = _prepare_inputs(program, method, list(inputs))
+    with _state(program).lock:
+        loaded = program.load_method(method)
+        return list(loaded.execute(feeds))
 
 
 @dataclass
 class Comparison:
     outputs: list  # the .pte's outputs
     expected: list  # the reference model's outputs
-    max_abs_diff: list[float]  # per output
+    max_abs_diff: list[float]  # per output, over the element pairs that are both finite
+    # per output: element pairs where a NaN/inf of one side is not matched by the
+    # other (output_diff's rule: inf matches inf of the same sign, NaN matches nothing)
+    nonfinite_mismatches: list[int]
 
     def within(self, atol: float) -> bool:
-        return all(d <= atol for d in self.max_abs_diff)
+        """Every output within `atol` (a finite number >= 0) of its reference
+        and no NaN/inf mismatch."""
+        atol = check_tolerance(atol, "atol")
+        return all(n == 0 and d <= atol for d, n in zip(self.max_abs_diff, self.nonfinite_mismatches))
 
 
 def compare_with(pte, model, inputs: Sequence, method: str = "forward") -> Comparison:
     """Runs the .pte and `model` (a callable such as the quantized PyTorch
-    GraphModule) on the same inputs and reports the largest absolute
-    difference per output."""
+    GraphModule) on the same inputs and reports, per output, the largest
+    absolute difference and the NaN/inf mismatches (``output_diff``)."""
     import torch
 
     got = run_pte(pte, inputs, method)
@@ -116,8 +261,11 @@ def compare_with(pte, model, inputs: Sequence, method: str = "forward") -> Compa
     want = list(want) if isinstance(want, (list, tuple)) else [want]
     if len(got) != len(want):
         raise ValueError(f"the .pte returned {len(got)} outputs, the model {len(want)}")
-    diffs = [float((g.double() - w.double()).abs().max()) if g.numel() else 0.0 for g, w in zip(got, want)]
-    return Comparison(got, want, diffs)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if tuple(g.shape) != tuple(w.shape):
+            raise ValueError(f"output {i}: the .pte returned shape {tuple(g.shape)}, the model {tuple(w.shape)}")
+    diffs = [element_diff(g, w) for g, w in zip(got, want)]
+    return Comparison(got, want, [d.max_abs for d in diffs], [d.nonfinite_mismatches for d in diffs])
 
 
 def missing_host_kernels(pte: bytes, method: str | None = None) -> list[str]:

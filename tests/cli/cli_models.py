@@ -111,3 +111,20 @@ class GroupedKws(nn.Module):
 def grouped_kws():
     torch.manual_seed(0)
     return GroupedKws().eval(), (torch.randn(1, 1, 49, 10),)
+
+
+class TokenClassifier(nn.Module):
+    """An int64 token-id input (an embedding first): data for it must be integers."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(32, 8)
+        self.fc = nn.Linear(8 * 16, 4)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids).flatten(1))
+
+
+def int_input():
+    torch.manual_seed(0)
+    return TokenClassifier().eval(), (torch.randint(0, 32, (1, 16)),)

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from .errors import EXIT_OK, UsageError, one_line
+from .files import writable_file, write_file
 
 
 def add_parser(sub, parents) -> None:
@@ -55,6 +56,7 @@ def _payload_cases(files, cases: int, runs: int, method: str):
 def run(args: argparse.Namespace) -> int:
     if args.cases < 1:
         raise UsageError("--cases must be >= 1")
+    writable_file(args.output, "--output")  # before the work, not after it
     if args.kind == "payloads":
         from .. import bundle
 
@@ -74,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.files[0]}: {one_line(e)}") from e
         data = pte_suite.write_suite(suite)
         what = f"XTSP .pte suite: {len(suite.cases)} case(s) of {args.method}"
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_bytes(data)
+    write_file(args.output, data, "--output")
     print(f"wrote {args.output} ({len(data):,} bytes, {what})")
     return EXIT_OK

@@ -6,7 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
+from .compare import tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
+from .files import writable_file, write_file
 from .loading import DEFAULT_MODEL
 
 DEFAULT_RANDOM_BATCHES = 8
@@ -58,7 +60,7 @@ def add_parser(sub, parents) -> None:
                    help="refuse to leave any op on the CPU (allow_cpu_fallback=False): exit code 3 instead")
     p.add_argument("--verify-samples", type=int, default=4, metavar="N",
                    help="host verification on N calibration batches (default 4)")
-    p.add_argument("--tolerance-lsb", type=float, default=None, metavar="N",
+    p.add_argument("--tolerance-lsb", type=tolerance_arg, default=None, metavar="N",
                    help="also fail (exit 1) when the program is more than N output steps from the quantized "
                    "PyTorch model (default: measured and shown, not a gate; see docs/cli.md)")
     p.add_argument("--seed", type=int, default=0, help="seed for random calibration data (default 0)")
@@ -98,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
     if output.suffix != ".pte":
         raise UsageError(f"--output {output}: the program file must end in .pte")
     json_path = args.json or output.with_suffix(".report.json")
+    # Before the work, not after it: every file this run writes can be written.
+    for path, what in ((output, "--output"), (json_path, "--json"), (args.html, "--html")):
+        if path is not None:
+            writable_file(path, what)
 
     steps(f"loading model {args.model}")
     from . import data as data_mod
@@ -108,8 +114,13 @@ def run(args: argparse.Namespace) -> int:
                 if args.qat_data else None)
     eval_data = (data_mod.load_dataset(args.eval_data, example, "--eval-data", need_labels=True)
                  if args.eval_data else None)
+    for ds in (qat_data, eval_data):
+        for note in ds.notes if ds else ():
+            warning(note)
     if args.calibration:
         calib = data_mod.load_dataset(args.calibration, example, "--calibration", limit=args.calibration_batches)
+        for note in calib.notes:
+            warning(note)
     elif qat_data or eval_data:
         src = qat_data or eval_data
         calib = data_mod.Dataset(src.source, src.batches[:args.calibration_batches])
@@ -134,8 +145,7 @@ def run(args: argparse.Namespace) -> int:
     report = delegation_report(edge)
     steps(f"writing {output}")
     pte = pipeline.to_pte(edge)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(pte)
+    write_file(output, pte, "--output")
     pipeline.add_planned_memory(report, pte)
 
     steps("running on the host runtime")

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UsageError
+from .files import load_npy, native_byte_order, regular_file
 from .loading import load_callable
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
@@ -39,6 +40,7 @@ class Batch:
 class Dataset:
     source: str  # what the user gave ("random" for the default)
     batches: list[Batch] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # conversions the user should know of (dtype casts)
 
     @property
     def labelled(self) -> bool:
@@ -92,13 +94,38 @@ def load_dataset(spec: str, example_inputs, what: str, *, limit: int | None = No
 
 
 def _npy(path: Path, what: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise UsageError(f"{what}: cannot read {path}: {e}") from e
+    return load_npy(path, what)
+
+
+def _sample_dtype_note(kind: str, name: str, model_dtype, where: str) -> str | None:
+    """What feeding samples of dtype `name` (numpy kind `kind`: b, i, u, f,
+    c, ...) to a model input of torch dtype `model_dtype` does: None when
+    nothing changes, a note for a cast that keeps every value's meaning
+    (integers, bool, another float precision), UsageError for data the input
+    cannot represent (complex, strings, objects, dates; floats for an
+    integer input)."""
+    want = str(model_dtype).removeprefix("torch.")
+    if kind not in "biuf":
+        raise UsageError(f"{where}: {'complex' if kind == 'c' else name} samples cannot feed the model's {want} "
+                         "input" + (" (the imaginary part would be lost)" if kind == "c" else "")
+                         + "; convert the data to real numbers first")
+    if name == want:
+        return None
+    if kind == "f" and not model_dtype.is_floating_point:
+        raise UsageError(f"{where}: floating-point samples cannot feed the model's {want} input; give integer data")
+    return f"{where}: {name} samples cast to the model input's {want}"
+
+
+def _torch_kind(dtype) -> str:
+    if dtype.is_complex:
+        return "c"
+    if dtype.is_floating_point:
+        return "f"
+    return "b" if str(dtype) == "torch.bool" else ("u" if str(dtype) == "torch.uint8" else "i")
 
 
 def _npz(path: Path, what: str):
+    regular_file(path, what)
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -110,7 +137,11 @@ def _npz(path: Path, what: str):
         if len(arrays) != 1:
             raise UsageError(f"{what}: {path} has arrays {sorted(arrays)}; name the inputs x (and labels y)")
         x_key = next(iter(arrays))
-    return arrays[x_key], (arrays[y_key] if y_key else None)
+    labels = arrays[y_key] if y_key else None
+    if labels is not None and (labels.dtype.kind not in "iub" or labels.ndim != 1):
+        raise UsageError(f"{what}: {path} labels {y_key!r} are {labels.dtype} of shape {labels.shape}; give "
+                         "one integer class id per sample")
+    return native_byte_order(arrays[x_key]), labels
 
 
 def _image(path: Path, shape, what: str) -> np.ndarray:
@@ -121,9 +152,12 @@ def _image(path: Path, shape, what: str) -> np.ndarray:
                          "installed (pip install pillow), or convert the images to .npy") from None
     if len(shape) != 4 or shape[1] not in (1, 3):
         raise UsageError(f"{what}: images need a model input of shape (N, 1|3, H, W), this one is {tuple(shape)}")
-    with Image.open(path) as im:
-        im = im.convert("L" if shape[1] == 1 else "RGB").resize((int(shape[3]), int(shape[2])))
-        a = np.asarray(im, dtype=np.float32) / 255.0
+    try:
+        with Image.open(path) as im:
+            im = im.convert("L" if shape[1] == 1 else "RGB").resize((int(shape[3]), int(shape[2])))
+            a = np.asarray(im, dtype=np.float32) / 255.0
+    except (OSError, ValueError) as e:  # PIL's UnidentifiedImageError is an OSError
+        raise UsageError(f"{what}: cannot read image {path}: {e}") from e
     return a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
 
 
@@ -175,11 +209,12 @@ def _group(spec, samples_list, labels, example_inputs, what) -> Dataset:
     ex = example_inputs[0]
     shape = tuple(ex.shape)
     samples = _check_sample_shape(np.asarray(samples_list[0]), shape, f"{what} {spec}")
+    note = _sample_dtype_note(samples.dtype.kind, str(samples.dtype), ex.dtype, f"{what} {spec}")
     if labels is not None and len(labels) != len(samples):
         raise UsageError(f"{what} {spec!r}: {len(samples)} samples but {len(labels)} labels")
     b = shape[0] if shape else 1
     n = len(samples) // b * b
-    ds = Dataset(spec)
+    ds = Dataset(spec, notes=[note] if note else [])
     for i in range(0, n, b):
         x = torch.from_numpy(np.ascontiguousarray(samples[i:i + b])).to(ex.dtype)
         y = torch.from_numpy(np.asarray(labels[i:i + b]).astype(np.int64)) if labels is not None else None
@@ -211,9 +246,17 @@ def _function(spec, example_inputs, what) -> Dataset:
         else:
             raise UsageError(f"{what} {spec!r}: batch {k} is a {type(item).__name__}; yield tensors, "
                              "tuples of tensors, or (inputs, labels)")
+        for j, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor):
+                raise UsageError(f"{what} {spec!r}: batch {k} input {j} is a {type(x).__name__}; yield tensors")
         if len(inputs) != n or any(tuple(x.shape) != tuple(e.shape) for x, e in zip(inputs, example_inputs)):
             got = [tuple(x.shape) for x in inputs]
             raise UsageError(f"{what} {spec!r}: batch {k} has input shapes {got}, the model's example "
                              f"inputs are {[tuple(e.shape) for e in example_inputs]}")
+        for j, (x, e) in enumerate(zip(inputs, example_inputs)):
+            note = _sample_dtype_note(_torch_kind(x.dtype), str(x.dtype).removeprefix("torch."), e.dtype,
+                                      f"{what} {spec!r} input {j}")
+            if note and note not in ds.notes:
+                ds.notes.append(note)
         ds.batches.append(Batch(tuple(x.to(e.dtype) for x, e in zip(inputs, example_inputs)), labels))
     return ds

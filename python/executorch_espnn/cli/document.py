@@ -36,14 +36,14 @@ def report_document(*, pte_path, pte_bytes, report, missing_kernels) -> dict:
 
 
 def write_outputs(doc: dict, json_path: Path | None, html_path: Path | None) -> None:
+    from .files import write_file
+
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(doc, indent=1) + "\n")
+        write_file(json_path, json.dumps(doc, indent=1) + "\n", "--json")
     if html_path is not None:
         from .html import render_html
 
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        html_path.write_text(render_html(doc))
+        write_file(html_path, render_html(doc), "--html")
 
 
 def _bytes(n) -> str:
@@ -148,9 +148,15 @@ def off_simd_lines(parts: list[dict]) -> list[str]:
 
 
 def _deviation(outputs: list[dict]) -> str:
-    return "; ".join(
-        f"output {o['index']}: max {o['max_lsb']:.2f} LSB, {100 * o['differing_fraction']:.1f}% of elements differ"
-        if o["lsb"] else f"output {o['index']}: max abs diff {o['max_abs_diff']:.3g}" for o in outputs)
+    def one(o: dict) -> str:
+        text = (f"output {o['index']}: max {o['max_lsb']:.2f} LSB, {100 * o['differing_fraction']:.1f}% of elements "
+                f"differ" if o["lsb"] else f"output {o['index']}: max abs diff {o['max_abs_diff']:.3g}")
+        if o.get("nonfinite_mismatches"):
+            text += (f", {o['nonfinite_mismatches']} NaN/inf element(s) not in the reference (first at "
+                     f"{o['first_nonfinite_mismatch']})")
+        return text
+
+    return "; ".join(one(o) for o in outputs)
 
 
 def verification_line(v: dict) -> str:

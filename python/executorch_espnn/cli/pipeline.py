@@ -197,7 +197,8 @@ class HostRunner:
 
 def _rows(cmp) -> list[dict]:
     return [{"index": i, "max_abs_diff": d, "lsb": s, "max_lsb": lsb,
-             "differing_fraction": cmp.differing[i] / cmp.elements[i] if cmp.elements[i] else 0.0}
+             "differing_fraction": cmp.differing[i] / cmp.elements[i] if cmp.elements[i] else 0.0,
+             "nonfinite_mismatches": cmp.nonfinite[i], "first_nonfinite_mismatch": cmp.first_nonfinite[i]}
             for i, (d, s, lsb) in enumerate(zip(cmp.max_abs, cmp.scales, cmp.max_lsb))]
 
 

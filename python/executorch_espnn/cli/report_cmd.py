@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from .errors import EXIT_OK, UsageError
+from .files import read_bytes
 
 
 def add_parser(sub, parents) -> None:
@@ -21,9 +22,7 @@ def add_parser(sub, parents) -> None:
 
 
 def read_pte(path: Path) -> bytes:
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
-    return path.read_bytes()
+    return read_bytes(path)
 
 
 def read_checked_pte(path: Path) -> bytes:

@@ -4,11 +4,14 @@ runtime, save or compare its outputs."""
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from .compare import tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, LoweringError, UsageError, one_line
+from .files import load_npy, writable_folder
 
 
 def add_parser(sub, parents) -> None:
@@ -21,21 +24,15 @@ def add_parser(sub, parents) -> None:
                    help="one per method input, in order")
     p.add_argument("--reference", "-r", type=Path, action="append", default=[], metavar="OUT.npy",
                    help="expected output(s), one per method output, in order")
-    p.add_argument("--atol", type=float, default=0.0,
-                   help="largest absolute difference from --reference that passes (default 0: exact)")
-    p.add_argument("--save", type=Path, metavar="DIR", help="write each output as DIR/output_<i>.npy")
+    p.add_argument("--atol", type=tolerance_arg, default=0.0,
+                   help="largest absolute difference from --reference that passes, a finite number >= 0 "
+                   "(default 0: exact). A NaN or infinity that the reference does not have at the same "
+                   "place never passes")
+    p.add_argument("--save", type=Path, metavar="DIR", help="write each output as DIR/output_<i>.npy (a new "
+                   "or existing folder; existing output_<i>.npy files are replaced)")
     p.add_argument("--method", default="forward", help="method to run (default forward)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.set_defaults(func=run)
-
-
-def _load_npy(path: Path, what: str) -> np.ndarray:
-    if not path.is_file():
-        raise UsageError(f"{what} {path}: no such file")
-    try:
-        return np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise UsageError(f"{what} {path}: not a readable .npy file: {e}") from e
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from .report_cmd import read_checked_pte
 
     pte = read_checked_pte(args.pte)  # a corrupt file is exit 2 and never reaches ExecuTorch's loader
+    if args.save:
+        writable_folder(args.save, "--save")  # before running: a bad folder is not found after the work
     try:
         program = runtime.load_program(pte)
     except Exception as e:
@@ -54,33 +53,34 @@ def run(args: argparse.Namespace) -> int:
     if args.method not in program.method_names:
         raise UsageError(f"{args.pte} has no method {args.method!r}; it has {sorted(program.method_names)}")
     meta = program.metadata(args.method)
-    specs = [meta.input_tensor_meta(i) for i in range(meta.num_inputs())]
     if args.input:
-        if len(args.input) != len(specs):
-            raise UsageError(f"{args.pte} method {args.method} takes {len(specs)} input(s), --input was given "
-                             f"{len(args.input)} time(s)")
-        inputs = [_load_npy(p, "--input") for p in args.input]
+        if len(args.input) != meta.num_inputs():
+            raise UsageError(f"{args.pte} method {args.method} takes {meta.num_inputs()} input(s), --input was "
+                             f"given {len(args.input)} time(s)")
+        inputs = [load_npy(p, "--input") for p in args.input]
     else:
         from ..pte_suite import random_inputs
 
-        inputs = random_inputs(pte, args.method, seed=args.seed)
-    for i, (x, spec) in enumerate(zip(inputs, specs)):
-        want = tuple(spec.sizes())
-        if tuple(x.shape) != want:
-            name = args.input[i] if args.input else f"input {i}"
-            raise UsageError(f"{name}: shape {tuple(x.shape)}, method {args.method} input {i} expects {want}")
+        inputs = random_inputs(pte, args.method, seed=args.seed, program=program)
     try:
-        outputs = runtime.run_pte(None, [torch.from_numpy(np.ascontiguousarray(x)) for x in inputs], args.method,
-                                  program=program)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
+            outputs = runtime.run_pte(None, inputs, args.method, program=program)
+    except runtime.InputError as e:
+        # Checked before ExecuTorch sees the input: dtype, shape, count.
+        where = f"--input {args.input[e.index]}" if args.input and e.index is not None else "input"
+        raise UsageError(f"{where}: {e}") from e
     except Exception as e:
         raise LoweringError(f"{args.pte}: running {args.method} failed: {one_line(e)} (ExecuTorch's log above "
-                            "says why; check input dtypes with `espnn report`)") from e
+                            "says why)") from e
+    for note in notes:
+        if issubclass(note.category, UserWarning):
+            print(f"note: {note.message}")
     for i, o in enumerate(outputs):
         a = o.numpy()
         print(f"output {i}: shape {list(a.shape)} {a.dtype}, min {a.min():.6g}, max {a.max():.6g}, "
               f"argmax {int(a.reshape(-1).argmax())}" if a.size else f"output {i}: empty")
     if args.save:
-        args.save.mkdir(parents=True, exist_ok=True)
         for i, o in enumerate(outputs):
             np.save(args.save / f"output_{i}.npy", o.numpy())
         print(f"saved {len(outputs)} output(s) in {args.save}")
@@ -90,12 +90,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.pte} method {args.method} has {len(outputs)} output(s), --reference was given "
                          f"{len(args.reference)} time(s)")
     cmp = Comparison([None] * len(outputs))
-    refs = [torch.from_numpy(_load_npy(p, "--reference")) for p in args.reference]
+    refs = [torch.from_numpy(load_npy(p, "--reference", numeric=True)) for p in args.reference]
     try:
         cmp.add(outputs, refs)
     except ValueError as e:
         raise UsageError(f"--reference: {e}") from e
     ok = cmp.passed(0.0, args.atol)
-    diffs = ", ".join(f"output {i}: max abs diff {d:.6g}" for i, d in enumerate(cmp.max_abs))
-    print(f"{'matches' if ok else 'DIFFERS FROM'} the reference ({diffs}; atol {args.atol:g})")
+    diffs = ", ".join(f"output {i}: max abs diff {d:.6g}" + (" over the finite elements" if n else "")
+                      for i, (d, n) in enumerate(zip(cmp.max_abs, cmp.nonfinite)))
+    notes = "".join(f"; {n}" for n in cmp.nonfinite_notes())
+    print(f"{'matches' if ok else 'DIFFERS FROM'} the reference ({diffs}{notes}; atol {args.atol:g})")
     return EXIT_OK if ok else EXIT_VERIFICATION_FAILED
+
