@@ -9,7 +9,14 @@
 //   bits 1-3  how the execute() arguments differ from the payload's graph
 //             I/O: 0 not at all, else one of Mismatch below;
 //   bits 4-5  which argument is made wrong (modulo the argument count);
-//   bit 6     an event tracer is attached (per-op profiling path).
+//   bit 6     an event tracer is attached (per-op profiling path);
+//   bit 7     random layout: the input's LAST byte (not part of the payload)
+//             gives the chosen argument a dim order (bits 0-4: the k-th
+//             permutation of its dims, identity included) and a stride
+//             change (bits 5-6: none, innermost stride x2, outermost stride
+//             +1, a zero stride), on top of the mismatch of bits 1-3. The
+//             argument is expected to be refused exactly when the dim order
+//             is not the identity or a stride of a dim of size > 1 changed.
 //
 // fuzz_et_glue_heap is the same target with the glue's heap memory source
 // (CONFIG_ESPNN_MEMORY_INTERNAL_FIRST: espnn_pal_malloc, linked with
@@ -122,8 +129,60 @@ ScalarType OtherDtype(ScalarType t) {
   }
 }
 
+// A random layout for one argument (control bit 7): the k-th permutation of
+// the dims as the dim order, and one stride change.
+struct Layout {
+  bool active = false;
+  uint8_t permutation = 0;  // 0..31, taken modulo rank!
+  uint8_t stride_change = 0;  // 0 none, 1 innermost x2, 2 outermost +1, 3 zero
+};
+
+// The k-th permutation of 0..rank-1 in lexicographic order (k modulo rank!).
+void KthPermutation(int rank, uint64_t k, uint8_t* order) {
+  uint8_t pool[espnn_test::OwnedTensor::kMaxRank];
+  uint64_t fact = 1;  // rank! (16! fits in 64 bits)
+  for (int i = 0; i < rank; ++i) {
+    pool[i] = (uint8_t)i;
+    fact *= (uint64_t)(i + 1);
+  }
+  k %= fact;
+  for (int i = 0, left = rank; i < rank; ++i, --left) {
+    fact /= (uint64_t)left;  // (left - 1)!
+    const int pick = (int)(k / fact);
+    k %= fact;
+    order[i] = pool[pick];
+    for (int j = pick; j + 1 < left; ++j) pool[j] = pool[j + 1];
+  }
+}
+
 // One execute() argument shaped after `info`, then broken as `mismatch` says.
 struct Arg {
+  // Returns whether the random layout alone makes the argument a mismatch.
+  bool ApplyLayout(const Layout& layout, int rank, const int32_t* sizes) {
+    uint8_t order[espnn_test::OwnedTensor::kMaxRank];
+    KthPermutation(rank, layout.permutation, order);
+    bool refused = false;
+    for (int i = 0; i < rank; ++i) refused |= order[i] != i;
+    // Rebuild with the permuted dim order (strides follow it)...
+    delete tensor;
+    tensor = new espnn_test::OwnedTensor(type, rank, sizes, order, data);
+    // ...then change one stride of a dim whose size is not 1 (a size-1 dim's
+    // stride moves no address: any value is accepted).
+    int inner = -1, outer = -1;
+    for (int i = 0; i < rank; ++i)
+      if (sizes[order[i]] != 1) {
+        if (outer < 0) outer = order[i];
+        inner = order[i];
+      }
+    const int32_t* strides = tensor->tensor().strides().data();
+    if (layout.stride_change == 1 && inner >= 0) tensor->SetStride(inner, strides[inner] * 2);
+    if (layout.stride_change == 2 && outer >= 0) tensor->SetStride(outer, strides[outer] + 1);
+    if (layout.stride_change == 3 && outer >= 0) tensor->SetStride(outer, 0);
+    refused |= layout.stride_change != 0 && outer >= 0;
+    value = EValue(tensor->tensor());
+    return refused;
+  }
+
   void Build(const espnn::TensorInfo& info, Mismatch mismatch, bool is_output) {
     int32_t sizes[espnn_test::OwnedTensor::kMaxRank];
     uint8_t order[espnn_test::OwnedTensor::kMaxRank];
@@ -170,6 +229,9 @@ struct Arg {
     for (size_t i = 0; i < bytes; ++i) ((uint8_t*)data)[i] = is_output ? 0xA5 : (uint8_t)(i * 37u + 11u);
     tensor = new espnn_test::OwnedTensor(type, rank, sizes, order, mismatch == kNullData ? nullptr : data);
     value = mismatch == kNotTensor ? EValue((int64_t)7) : EValue(tensor->tensor());
+    this->type = type;
+    this->rank = rank;
+    for (int i = 0; i < rank; ++i) this->sizes[i] = sizes[i];
   }
   ~Arg() {
     delete tensor;
@@ -184,6 +246,9 @@ struct Arg {
   size_t bytes = 0;
   espnn_test::OwnedTensor* tensor = nullptr;
   EValue value;
+  ScalarType type = ScalarType::Char;
+  int rank = 0;
+  int32_t sizes[espnn_test::OwnedTensor::kMaxRank] = {};
 };
 
 void NoHook(void*, bool) {}
@@ -235,6 +300,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Mismatch mismatch = (Mismatch)((control >> 1) & 7);
   const unsigned which = (control >> 4) & 3;
   const bool traced = control & 0x40;
+  Layout layout;
+  if (control & 0x80) {
+    if (size < 3) return 0;
+    layout.active = true;
+    layout.permutation = data[size - 1] & 0x1f;
+    layout.stride_change = (data[size - 1] >> 5) & 3;
+    --size;
+  }
   const uint8_t* payload = data + 1;
   const size_t n = size - 1;
   if (n == 0) return 0;  // ExecuTorch never hands a delegate an empty payload
@@ -284,14 +357,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t num_in = model.num_inputs(), num_out = model.num_outputs();
   const uint32_t num_args = num_in + num_out;
   const uint32_t target = which % num_args;
+  // With a random layout, kDimOrder's fixed swap gives way to it.
+  const Mismatch built = layout.active && mismatch == kDimOrder ? kNone : mismatch;
   Arg* args = new Arg[num_args];
   EValue* ptrs[2 * espnn::xts3::kMaxGraphInputs + 2 * espnn::xts3::kMaxGraphOutputs];
   for (uint32_t i = 0; i < num_args; ++i) {
     const bool is_out = i >= num_in;
     const espnn::TensorInfo info = is_out ? model.tensor(model.output(i - num_in)) : model.tensor(model.input(i));
-    args[i].Build(info, i == target ? mismatch : kNone, is_out);
+    args[i].Build(info, i == target ? built : kNone, is_out);
     ptrs[i] = &args[i].value;
   }
+  // The random layout goes on a tensor argument that mismatch left a tensor
+  // with data (a not-tensor or data-less one is refused before any layout).
+  bool refuse = built != kNone;
+  if (layout.active && built != kNotTensor && built != kNullData && built != kArgCount)
+    refuse |= args[target].ApplyLayout(layout, args[target].rank, args[target].sizes);
   const size_t passed = mismatch == kArgCount ? num_args - 1 : num_args;
   espnn_test::ProbeTracer tracer(NoHook, nullptr);
   BackendExecutionContext exec_ctx(traced ? &tracer : nullptr);
@@ -301,7 +381,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Error e = backend->execute(exec_ctx, handle.get(), Span<EValue*>(ptrs, passed));
   g_counting = 0;
   FUZZ_CHECK(g_allocs == 0);
-  if (mismatch == kNone) {
+  if (!refuse) {
     FUZZ_CHECK(e == Error::Ok);
     if (traced) FUZZ_CHECK(tracer.delegate_events() == model.num_ops());
   } else {

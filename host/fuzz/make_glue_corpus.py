@@ -9,7 +9,8 @@ of the small programs in tests/hardening/et_programs.py (a fully delegated
 CNN, an MLP, a CPU-fallback program with two delegates), each prefixed with
 fuzz_et_glue's control byte (see fuzz_et_glue.cpp): 0x00 (aligned payload,
 matching tensors) and 0x41 (payload at an odd address, event tracer
-attached); the CNN's payload also once per tensor mismatch kind.
+attached); the CNN's payload also once per tensor mismatch kind and once per
+random-layout case (control bit 7: dim orders and strides, see LAYOUTS).
 fuzz_et_pte's seeds are the same programs' whole .pte files, plus
 tests/hardening/data/original.pte (a fully delegated CNN with hard-swish,
 sigmoid, softmax: the file the corrupted programs in tests/hardening/data were mutated from).
@@ -31,6 +32,12 @@ import et_programs  # noqa: E402
 
 ALIGNED_MATCHING, ODD_TRACED = 0x00, 0x41
 MISMATCHES = {1: "dtype", 2: "shape", 3: "rank", 4: "argcount", 5: "dimorder", 6: "nottensor", 7: "nulldata"}
+# Control bit 7 with the dim-order mismatch: the input's last byte picks the
+# argument's dim order (bits 0-4, the k-th permutation) and a stride change
+# (bits 5-6). Identity and no change (0x00) must run; each other one be refused.
+RANDOM_LAYOUT = 0x80
+LAYOUTS = {"identity": 0x00, "swap_last": 0x01, "reversed": 0x17, "inner_stride_x2": 0x20,
+           "outer_stride_plus1": 0x40, "zero_stride": 0x60, "permuted_and_strided": 0x25}
 
 
 def main() -> int:
@@ -46,6 +53,8 @@ def main() -> int:
             if program.name == "cnn":
                 for kind, name in MISMATCHES.items():
                     seeds[f"{stem}_{name}.seed"] = bytes([kind << 1]) + payload
+                for name, tail in LAYOUTS.items():
+                    seeds[f"{stem}_layout_{name}.seed"] = bytes([RANDOM_LAYOUT | (5 << 1)]) + payload + bytes([tail])
     for out, files in ((OUT, seeds), (OUT_PTE, ptes)):
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)

@@ -5,7 +5,8 @@
 //     ExecuTorch enters and leaves a delegate call ("DELEGATE_CALL" events of
 //     Method::execute) — the window in which EspNNBackend::execute runs.
 //   * OwnedTensor: a TensorImpl over caller-owned storage with an explicit
-//     dim order (strides derived from it), for hand-made delegate arguments.
+//     dim order (strides derived from it, or set one by one), for hand-made
+//     delegate arguments.
 #pragma once
 
 #include <stdint.h>
@@ -97,6 +98,9 @@ class OwnedTensor {
       : impl_(type, rank, Init(rank, sizes, dim_order), data, dim_order_, strides_),
         tensor_(&impl_) {}
   executorch::aten::Tensor& tensor() { return tensor_; }
+  // Overrides one stride after construction (the TensorImpl reads this
+  // array), for strides that do not follow the dim order.
+  void SetStride(int dim, int32_t stride) { strides_[dim] = stride; }
 
  private:
   int32_t* Init(int rank, const int32_t* sizes, const uint8_t* dim_order) {

@@ -182,7 +182,8 @@ ScalarType ToScalarType(xts3::DType d) {
 
 // A graph input/output of the payload against the tensor ExecuTorch passes:
 // same dtype, same sizes (a payload [1] also accepts a 0-d tensor), default
-// (contiguous) dim order. Anything else would be read as the wrong bytes.
+// (contiguous) dim order with its dense strides. Anything else would be read
+// as the wrong bytes.
 Error CheckTensor(const EValue* value, const TensorInfo& info, const char* role, uint32_t index) {
   if (value == nullptr || !value->isTensor()) {
     ET_LOG(Error, "EspNNBackend: %s %u is not a tensor", role, (unsigned)index);
@@ -214,6 +215,19 @@ Error CheckTensor(const EValue* value, const TensorInfo& info, const char* role,
     ET_LOG(Error, "EspNNBackend: %s %u is not in contiguous dim order (e.g. channels-last); "
            "the payload expects a contiguous tensor", role, (unsigned)index);
     return Error::InvalidArgument;
+  }
+  // Strides must be the dense ones of that order (ExecuTorch derives them
+  // from the dim order; a hand-made TensorImpl may not): the payload reads
+  // and writes nbytes contiguous bytes. A dim of size 1 moves no address,
+  // so its stride does not matter (PyTorch leaves any value there).
+  int64_t dense = 1;
+  for (ssize_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.size(d) != 1 && t.strides()[d] != dense) {
+      ET_LOG(Error, "EspNNBackend: %s %u has stride %ld in dim %ld, a dense contiguous tensor has %ld", role,
+             (unsigned)index, (long)t.strides()[d], (long)d, (long)dense);
+      return Error::InvalidArgument;
+    }
+    dense *= t.size(d);
   }
   if (t.nbytes() != info.nbytes || (info.nbytes != 0 && t.const_data_ptr() == nullptr)) {
     ET_LOG(Error, "EspNNBackend: %s %u holds %u bytes (data %s), the payload expects %u", role,
