@@ -53,6 +53,7 @@ py::dict SuiteFormat() {
                              {"atol", kTensorAtol}, {"flags", kTensorFlags},
                              {"reserved0", kTensorReserved0}, {"reserved1", kTensorReserved1},
                              {"dims", kTensorDims}});
+  d["CASE_FLAGS"] = ConstantDict({{"EXPECT_INVALID_ARGUMENT", kCaseFlagExpectInvalidArgument}});
   // The dtypes a suite may carry: numpy-style name -> (ExecuTorch
   // ScalarType code, element bytes), as the device parser accepts them.
   py::dict dtypes;

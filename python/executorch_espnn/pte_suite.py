@@ -53,6 +53,9 @@ _FORMAT = _native.PTE_SUITE_FORMAT
     "DATA_ALIGNMENT", "MAX_CASES", "MAX_NAME_BYTES", "MAX_METHOD_BYTES", "MAX_TENSORS", "MAX_RANK", "MAX_RUNS")
 HEADER_FIELDS, CASE_FIELDS, TENSOR_FIELDS = (dict(_FORMAT[k]) for k in ("HEADER_FIELDS", "CASE_FIELDS",
                                                                          "TENSOR_FIELDS"))
+# A negative case: Method::execute must refuse its inputs with InvalidArgument; it has no outputs.
+CASE_FLAGS = dict(_FORMAT["CASE_FLAGS"])
+CASE_FLAG_EXPECT_INVALID_ARGUMENT = CASE_FLAGS["EXPECT_INVALID_ARGUMENT"]
 _HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
 _CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
 _TENSOR = record_struct(TENSOR_FIELDS, TENSOR_RECORD_SIZE)
@@ -72,13 +75,16 @@ class PteCase:
     ``atol`` (one per output, or one for all) is the largest absolute
     difference accepted for a floating-point output; 0 means bit-exact, the
     default, and integer outputs are always compared bit-exactly. ``runs=0``
-    lets the runner use its default (Kconfig)."""
+    lets the runner use its default (Kconfig). ``expect_invalid_argument``:
+    a negative case (no expected outputs) that passes only when
+    Method::execute refuses the inputs with InvalidArgument."""
 
     name: str
     inputs: list[np.ndarray]
     expected: list[np.ndarray]
     runs: int = 0
     atol: float | Sequence[float] = 0.0
+    expect_invalid_argument: bool = False
 
     def atols(self) -> list[float]:
         if isinstance(self.atol, (int, float)):
@@ -211,7 +217,11 @@ def write_suite(suite: PteSuite) -> bytes:
             raise ValueError(f"case name {c.name!r}: 1..{MAX_NAME_BYTES} characters of [A-Za-z0-9_.-]")
         if not 0 <= c.runs <= MAX_RUNS:
             raise ValueError(f"case {c.name}: runs {c.runs} not in 0..{MAX_RUNS}")
-        if len(c.inputs) > MAX_TENSORS or not 1 <= len(c.expected) <= MAX_TENSORS:
+        if c.expect_invalid_argument:
+            if c.expected or len(c.inputs) > MAX_TENSORS:
+                raise ValueError(f"case {c.name}: a case expecting a refusal has no outputs and "
+                                 f"0..{MAX_TENSORS} inputs")
+        elif len(c.inputs) > MAX_TENSORS or not 1 <= len(c.expected) <= MAX_TENSORS:
             raise ValueError(f"case {c.name}: 0..{MAX_TENSORS} inputs and 1..{MAX_TENSORS} outputs")
         for k, a in enumerate(c.atols()):
             if not (a >= 0 and np.isfinite(a)):
@@ -253,7 +263,8 @@ def write_suite(suite: PteSuite) -> bytes:
                 atol_bits = struct.unpack("<I", struct.pack("<f", tol))[0]
                 records.append((table + TENSOR_RECORD_SIZE * j,
                                 (DTYPE_CODES[a.dtype], a.ndim, off, len(data), atol_bits, 0, 0, 0, *dims)))
-        case_records.append((name_off, len(c.name), in_tab, len(c.inputs), out_tab, len(c.expected), c.runs, 0))
+        flags = CASE_FLAG_EXPECT_INVALID_ARGUMENT if c.expect_invalid_argument else 0
+        case_records.append((name_off, len(c.name), in_tab, len(c.inputs), out_tab, len(c.expected), c.runs, flags))
     size = _align(pos, DATA_ALIGNMENT)
     blob = bytearray(size)
     for i, r in enumerate(case_records):
@@ -302,11 +313,13 @@ def read_suite(data: bytes) -> PteSuite:
     method = data[m_off:m_off + m_size].decode("ascii")
     cases = []
     for i in range(count):
-        name_off, name_size, in_tab, n_in, out_tab, n_out, runs, _f = _CASE.unpack_from(data, table + i * CASE_RECORD_SIZE)
+        name_off, name_size, in_tab, n_in, out_tab, n_out, runs, flags = _CASE.unpack_from(
+            data, table + i * CASE_RECORD_SIZE)
         name = data[name_off:name_off + name_size].decode("ascii")
         ins = [_tensor(data, in_tab + j * TENSOR_RECORD_SIZE, f"case {name} input {j}")[0] for j in range(n_in)]
         outs = [_tensor(data, out_tab + j * TENSOR_RECORD_SIZE, f"case {name} output {j}") for j in range(n_out)]
-        cases.append(PteCase(name, ins, [o[0] for o in outs], runs, [o[1] for o in outs]))
+        cases.append(PteCase(name, ins, [o[0] for o in outs], runs, [o[1] for o in outs],
+                             bool(flags & CASE_FLAG_EXPECT_INVALID_ARGUMENT)))
     return PteSuite(data[pte_off:pte_off + pte_size], method, cases)
 
 

@@ -34,3 +34,30 @@ def conv_then_cpu_pte() -> bytes:
     q = quantize(model, example, [(torch.randn(*INPUT_SHAPE, generator=g),) for _ in range(4)])
     edge = to_espnn_edge(torch.export.export(q, example), allow_cpu_fallback=True)
     return bytes(edge.to_executorch().buffer)
+
+
+def channels_last_input_pte() -> bytes:
+    """ConvThenCpu exported from a channels-last example: the .pte records a
+    channels-last (0, 2, 3, 1) dim order for its input, which goes straight
+    into the EspNNBackend delegate, whose payload reads contiguous NCHW. The
+    delegate must refuse it (InvalidArgument), on the host and on the chip."""
+    from executorch_espnn import quantize, to_espnn_edge
+
+    torch.manual_seed(0)
+    model = ConvThenCpu()
+    example = (torch.randn(*INPUT_SHAPE).contiguous(memory_format=torch.channels_last),)
+    q = quantize(model, example, [example])
+    edge = to_espnn_edge(torch.export.export(q, example), allow_cpu_fallback=True)
+    return bytes(edge.to_executorch().buffer)
+
+
+def dim_order_refusal_suite():
+    """An XTSP suite whose one case passes only when Method::execute refuses
+    the channels-last input with InvalidArgument (the delegate's dim-order check)."""
+    import numpy as np
+
+    from executorch_espnn import pte_suite as S
+
+    x = np.random.default_rng(0).standard_normal(INPUT_SHAPE).astype(np.float32)
+    case = S.PteCase("dim_order_refused", [x], [], expect_invalid_argument=True)
+    return S.PteSuite(channels_last_input_pte(), "forward", [case])

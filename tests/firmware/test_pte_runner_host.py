@@ -210,3 +210,29 @@ def test_device_parser_rejects_malformed_suites(host_runner, suite, tmp_path):
         r = subprocess.run([str(host_runner), "--inspect-suite", str(p)], capture_output=True, text=True)
         assert r.returncode == 1 and r.stdout.startswith("SUITE_ERROR msg="), (name, r.stdout, r.stderr)
         assert fragment in r.stdout, (name, r.stdout)
+
+
+def test_a_channels_last_input_is_refused_by_the_delegate_in_pte_mode(capfd):
+    """The device-side dim-order refusal, through the board runner's C++ core
+    and ExecuTorch's runtime: a program that records a channels-last input
+    hands it to the EspNNBackend delegate, which refuses it (InvalidArgument,
+    logged naming the input). The suite's negative case passes only then;
+    the same flag on a program that runs fails (negative control)."""
+    import numpy as np
+
+    from firmware import pte_models
+
+    suite = pte_models.dim_order_refusal_suite()
+    assert S.read_suite(S.write_suite(suite)).cases[0].expect_invalid_argument
+    recs = S.run_suite(S.write_suite(suite), write=lambda line: None)
+    result = [r for r in recs if r["kind"] == "RESULT"]
+    assert [(r["case"], r["status"], r.get("refused")) for r in result] == [
+        ("dim_order_refused", "pass", "InvalidArgument")]
+    assert "EspNNBackend: input 0 is not in contiguous dim order" in capfd.readouterr().err
+
+    x = np.zeros(pte_models.INPUT_SHAPE, np.float32)
+    control = S.PteSuite(pte_models.conv_then_cpu_pte(), "forward",
+                         [S.PteCase("runs_fine", [x], [], expect_invalid_argument=True)])
+    recs = S.run_suite(S.write_suite(control), write=lambda line: None)
+    assert recs[-1]["failed"] == 1
+    assert "expected Method::execute to refuse the inputs (InvalidArgument), got Error::Ok" in recs[-2]["msg"]

@@ -154,6 +154,13 @@ def test_pte_suite_with_cpu_fallback_under_qemu(tmp_path):
     run = _run_file(build, path)
     assert run.mode == "pte" and run.begin["platform"] == "esp32s3"
     assert list(run.results) == [c.name for c in suite.cases] and run.ok, _failures(run)
+    # The device-side dim-order refusal: a program recording a channels-last
+    # input; the case passes only when the delegate refuses it (InvalidArgument).
+    refusal = tmp_path / "dim_order.xtsp"
+    refusal.write_bytes(S.write_suite(pte_models.dim_order_refusal_suite()))
+    run = _run_file(build, refusal)
+    assert list(run.results) == ["dim_order_refused"] and run.ok, _failures(run)
+    assert run.results["dim_order_refused"].get("refused") == "InvalidArgument"
 
 
 def test_s3_dispatch_rules_match_the_emulated_build(tmp_path_factory):

@@ -311,6 +311,20 @@ bool RunTimed(const Suite& suite, const Case& c, CaseRun& run, Method& method, I
   return true;
 }
 
+// A negative case: inputs set, one execute(), which must return
+// InvalidArgument (the program refusing what it cannot read). Not timed.
+bool ExpectRefusal(const Case& c, CaseRun& run, Method& method, InputTensors& inputs, RunnerPlatform& pf) {
+  if (!run.SetInputs(method, inputs)) return false;
+  const Error e = method.execute();
+  if (e != Error::InvalidArgument)
+    return run.Fail("execute", "expected Method::execute to refuse the inputs (InvalidArgument), got %s (0x%x)",
+                    executorch::runtime::to_string(e), (unsigned)e);
+  Line l;
+  run.Head(l, "pass").Add(" runs=0 inputs=%u outputs=0 refused=InvalidArgument", (unsigned)c.input_count);
+  pf.WriteLine(l.c_str());
+  return true;
+}
+
 void SuiteError(RunnerPlatform& pf, const char* msg) {
   Line l;
   l.Add("ESPNN_SUITE_ERROR v=1 msg=%s", msg);
@@ -433,8 +447,10 @@ RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const Pte
         run.Fail("method", "load_method('%s') failed: %s (method pool %u B)", suite.method(),
                  executorch::runtime::to_string(method.error()), (unsigned)options.method_pool_bytes);
       } else if (run.PrepareInputs(*meta, &inputs)) {
-        ok = RunTimed(suite, c, run, *method, inputs, pf, options, placement, planned_bytes,
-                      method_alloc.used_size());
+        ok = (c.flags & kCaseFlagExpectInvalidArgument)
+                 ? ExpectRefusal(c, run, *method, inputs, pf)
+                 : RunTimed(suite, c, run, *method, inputs, pf, options, placement, planned_bytes,
+                            method_alloc.used_size());
       }
     }
     if (ok) ++sum.passed;

@@ -161,6 +161,7 @@ Case Suite::case_at(uint32_t index) const {
   c.input_count = LoadU32(r + kCaseInputCount);
   c.outputs_table = LoadU32(r + kCaseOutputsTable);
   c.output_count = LoadU32(r + kCaseOutputCount);
+  c.flags = LoadU32(r + kCaseFlags);
   c.runs = LoadU32(r + kCaseRuns);
   return c;
 }
@@ -232,7 +233,12 @@ Status ParseSuite(const void* data, size_t size, Suite* out) {
     for (int io = 0; io < 2; ++io) {
       const uint32_t t_off = LoadU32(r + (io ? kCaseOutputsTable : kCaseInputsTable));
       const uint32_t n = LoadU32(r + (io ? kCaseOutputCount : kCaseInputCount));
-      if (n > kMaxTensors || (io == 1 && n == 0))
+      // A negative case (kCaseFlagExpectInvalidArgument) has no outputs; any other case at least one.
+      const bool negative = (LoadU32(r + kCaseFlags) & kCaseFlagExpectInvalidArgument) != 0;
+      if (io == 1 && negative && n != 0)
+        return Status::Error(StatusCode::kInvalidBlob, "case %u: a case that expects a refusal has %u outputs",
+                             (unsigned)i, (unsigned)n);
+      if (n > kMaxTensors || (io == 1 && n == 0 && !negative))
         return Status::Error(StatusCode::kInvalidBlob, "case %u: %u %s (allowed %s..%u)",
                              (unsigned)i, (unsigned)n, io ? "outputs" : "inputs", io ? "1" : "0",
                              (unsigned)kMaxTensors);
@@ -275,8 +281,9 @@ Status ParseSuite(const void* data, size_t size, Suite* out) {
     if (runs > kMaxRuns)
       return Status::Error(StatusCode::kInvalidBlob, "case %u: runs %u > %u", (unsigned)i,
                            (unsigned)runs, (unsigned)kMaxRuns);
-    if (LoadU32(r + kCaseFlags) != 0)
-      return Status::Error(StatusCode::kInvalidBlob, "case %u: flags are not 0", (unsigned)i);
+    if ((LoadU32(r + kCaseFlags) & ~kCaseFlagExpectInvalidArgument) != 0)
+      return Status::Error(StatusCode::kInvalidBlob, "case %u: unknown flags 0x%x", (unsigned)i,
+                           (unsigned)LoadU32(r + kCaseFlags));
     for (int io = 0; io < 2; ++io) {
       const uint32_t t_off = LoadU32(r + (io ? kCaseOutputsTable : kCaseInputsTable));
       const uint32_t n = LoadU32(r + (io ? kCaseOutputCount : kCaseInputCount));

@@ -46,8 +46,12 @@ constexpr uint32_t kCaseInputCount = 12;   // u32, 0..kMaxTensors
 constexpr uint32_t kCaseOutputsTable = 16; // u32, offset of output_count tensor records
 constexpr uint32_t kCaseOutputCount = 20;  // u32, 1..kMaxTensors
 constexpr uint32_t kCaseRuns = 24;         // u32, timed runs; 0 = the runner's default
-constexpr uint32_t kCaseFlags = 28;        // u32, 0
+constexpr uint32_t kCaseFlags = 28;        // u32, 0 or kCaseFlagExpectInvalidArgument
 
+// Case flag: a negative case. Method::execute must refuse the inputs with
+// Error::InvalidArgument (e.g. the delegate refusing an input whose dim order
+// its payload cannot read); the case has no outputs and is not timed.
+constexpr uint32_t kCaseFlagExpectInvalidArgument = 1u;
 constexpr uint32_t kTensorRecordSize = 64;
 constexpr uint32_t kTensorDtype = 0;       // u32, ExecuTorch ScalarType code (kDtype*)
 constexpr uint32_t kTensorRank = 4;        // u32, 0..kMaxRank
@@ -93,6 +97,7 @@ struct Case {
   uint32_t input_count;
   uint32_t output_count;
   uint32_t runs;
+  uint32_t flags;          // kCaseFlag*
   uint32_t inputs_table;   // offsets inside the suite (validated by ParseSuite)
   uint32_t outputs_table;
 };
