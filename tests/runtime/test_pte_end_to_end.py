@@ -18,7 +18,7 @@ from torch import nn  # noqa: E402
 import executorch_espnn  # noqa: E402
 from pte_harness import delegates, lower, output_scales, quantize  # noqa: E402
 from executorch_espnn import _native  # noqa: E402
-from executorch_espnn.runtime import compare_with, load_program, run_pte  # noqa: E402
+from executorch_espnn.runtime import InputError, compare_with, load_program, run_pte  # noqa: E402
 from executorch_espnn.models import TinyCNN  # noqa: E402
 
 
@@ -210,17 +210,16 @@ def small():
 def test_wrong_input_dtype_or_shape_is_an_error(cnn):
     _, _, pte, shape = cnn
     program = load_program(pte)
-    with pytest.raises(RuntimeError):
+    # Checked before ExecuTorch sees them (InputError, a ValueError naming the input).
+    with pytest.raises(InputError, match="input 0: dtype float64"):
         run_pte(None, [torch.randn(*shape, dtype=torch.float64)], program=program)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(InputError, match=r"input 0: shape \(1, 3, 16, 16\)"):
         run_pte(None, [torch.randn(1, 3, 16, 16)], program=program)
-    # Channels-last input: an error or the contiguous result, never other numbers.
+    # Channels-last input: converted to the program's layout, the contiguous result.
     x = torch.randn(*shape)
     (ref,) = run_pte(None, [x], program=program)
-    try:
+    with pytest.warns(UserWarning, match="channels-last converted"):
         (got,) = run_pte(None, [x.to(memory_format=torch.channels_last)], program=program)
-    except RuntimeError:
-        return
     assert torch.equal(got, ref)
 
 
