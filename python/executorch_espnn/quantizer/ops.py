@@ -109,6 +109,7 @@ SHARED_SINGLE_INPUT = {
     aten.view.default,
     aten.reshape.default,
     aten.flatten.using_ints,
+    aten.unflatten.int,
     aten.permute.default,
     aten.transpose.int,
     aten.slice.Tensor,
