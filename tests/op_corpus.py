@@ -97,6 +97,32 @@ def _everything_else() -> bytes:
     return w.to_bytes()
 
 
+def _one_d() -> bytes:
+    """What Conv1d / MaxPool1d / AvgPool1d / AdaptiveAvgPool1d lower to: height-1
+    convs, pools and a mean over [N, 1, W, C] (5 channels: not a multiple of 4,
+    the S3 max pool's condition), with a causal left pad."""
+    rng = np.random.default_rng(11)
+    w = Xts3Writer()
+    x = w.tensor([1, 1, 40, 3], scale=S, zero_point=Z)
+    padded = w.tensor([1, 1, 44, 3], scale=S, zero_point=Z)
+    w.op("PAD", [x], [padded], before0=0, before1=0, before2=4, before3=0, before4=0, pad_value=Z)
+    conv = w.tensor([1, 1, 40, 5], scale=S, zero_point=Z)
+    w.op("CONV2D", [padded, *_conv_inputs(w, rng, 5, 1, 5, 3)], [conv], **_conv_params(groups=1, pad_top=0,
+                                                                                       pad_left=0))
+    mx = w.tensor([1, 1, 20, 5], scale=S, zero_point=Z)
+    w.op("MAX_POOL2D", [conv], [mx], kernel_h=1, kernel_w=3, stride_h=1, stride_w=2, pad_top=0, pad_left=1,
+         act_min=-128, act_max=127)
+    avg = w.tensor([1, 1, 10, 5], scale=S, zero_point=Z)
+    w.op("AVG_POOL2D", [mx], [avg], kernel_h=1, kernel_w=2, stride_h=1, stride_w=2, pad_top=0, pad_left=0,
+         act_min=-128, act_max=127)
+    mean = w.tensor([1, 5], scale=0.03, zero_point=1)
+    mult, shift = qp.mean_params(S, 0.03, 10)
+    w.op("MEAN_HW", [avg], [mean], input_zero_point=Z, output_zero_point=1, mult=mult, shift=shift)
+    w.set_inputs([x])
+    w.set_outputs([mean, avg])
+    return w.to_bytes()
+
+
 def _attention_matmuls() -> bytes:
     """BATCH_MATMUL (format version 2) on both rhs layouts: scores = x @ x^T reads x's
     rows as the FC filter in place; scores @ v transposes a broadcast constant v per
@@ -213,6 +239,7 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "attention_matmuls", _attention_matmuls()
     yield "norms", _norms()
     yield "per_channel_tables", _per_channel_tables()
+    yield "one_d_pools", _one_d()
     for i, (shape, rms, affine) in enumerate([((3, 1), False, 2), ((2, 2, 7), True, 1), ((4, 64), False, 0),
                                               ((1, 2, 1, 257), False, 2), ((5, 33), True, 0)]):
         yield f"norm_random{i}", _random_norm(100 + i, shape, rms, affine)

@@ -15,6 +15,8 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
         allow_cpu_fallback: False raises if any node would stay on the CPU.
         compile_config: an executorch.exir.EdgeCompileConfig.
 
+    Before partitioning it runs ``shape_chains.requantize_shape_chains_pass``
+    (int8 values that the Edge decomposition split into several shape ops).
     Returns the EdgeProgramManager; call ``.to_executorch()`` on it, and
     ``delegation_report(manager)`` to see what was delegated.
     """
@@ -35,4 +37,7 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
         raise TypeError(f"to_espnn_edge takes an ExportedProgram or a non-empty dict of them, got "
                         f"{type(programs).__name__}; export the quantized module first: "
                         "torch.export.export(convert_pt2e(m), example_inputs)")
-    return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config)
+    from .shape_chains import requantize_shape_chains_pass
+
+    return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config,
+                                       transform_passes=[requantize_shape_chains_pass])

@@ -62,18 +62,19 @@ def annotate_unary(gm: GraphModule, resolve: ConfigResolver) -> None:
 
 
 def is_global_average(node: Node) -> bool:
-    """mean over dims {2, 3} of a 4-D tensor, adaptive_avg_pool2d to 1×1, or a mean
+    """mean over dims {2, 3} of a 4-D tensor, adaptive_avg_pool2d to 1×1 (1-D: to 1), or a mean
     over one run of adjacent dims (a transformer's mean over its tokens): what
     MEAN_HW runs (lowering/ops/mean.py)."""
     x = node.args[0]
     if not is_float_tensor(x):
         return False
     if node.target in ops.ADAPTIVE_AVG_POOL:
-        if x.meta["val"].dim() != 4:
+        rank = 3 if node.target == ops.aten.adaptive_avg_pool1d.default else 4
+        if x.meta["val"].dim() != rank:
             return False
         size = node.args[1]
-        size = [size, size] if isinstance(size, int) else list(size)
-        return size == [1, 1]
+        size = [size] * (rank - 2) if isinstance(size, int) else list(size)
+        return size == [1] * (rank - 2)
     if node.target in ops.MEAN:
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
         dtype = node.args[3] if len(node.args) > 3 else node.kwargs.get("dtype")

@@ -94,7 +94,7 @@ NORM = {aten.layer_norm.default, aten.rms_norm.default}
 
 # Reductions that requantize (MEAN_HW): own input and output observers.
 MEAN = {aten.mean.dim}
-ADAPTIVE_AVG_POOL = {aten.adaptive_avg_pool2d.default}
+ADAPTIVE_AVG_POOL = {aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default}
 
 # Ops whose int8 kernel needs output quantization == input quantization: data movement,
 # pooling, resizing. The first argument is the data input.
@@ -105,9 +105,11 @@ SHARED_SINGLE_INPUT = {
     aten.avg_pool1d.default,
     # adaptive_avg_pool2d to a size other than 1x1 (an average pool): see annotators.
     aten.adaptive_avg_pool2d.default,
+    aten.adaptive_avg_pool1d.default,
     aten.view.default,
     aten.reshape.default,
     aten.flatten.using_ints,
+    aten.unflatten.int,
     aten.permute.default,
     aten.transpose.int,
     aten.slice.Tensor,

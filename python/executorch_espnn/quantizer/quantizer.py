@@ -37,6 +37,7 @@ from torchao.quantization.pt2e.quantizer import (
 
 from . import ops
 from .activations import annotate_global_average, annotate_norm, annotate_unary
+from .attention import decompose_attention
 from .annotation import get_annotation
 from .config import EspNNQuantizationConfig, check_config, get_espnn_quantization_config
 from .conv_linear import add_zero_bias_before_qat_batch_norm, annotate_conv_linear
@@ -177,7 +178,7 @@ class EspNNQuantizer(Quantizer):
         check_exported_graph(model, "transform_for_annotation")
         if any(c.is_qat for c in self._configs()):
             model = add_zero_bias_before_qat_batch_norm(model)
-        return scalars_to_constants(model)
+        return scalars_to_constants(decompose_attention(model))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         check_exported_graph(model, "annotate")

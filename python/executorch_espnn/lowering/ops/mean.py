@@ -1,6 +1,8 @@
 """Means -> MEAN_HW: aten.mean.dim over dims {2, 3} of a rank-4 tensor (what
-adaptive_avg_pool2d(x, 1) becomes in the Edge dialect) and
-aten.adaptive_avg_pool2d with output size 1, on the channels-last value; and
+adaptive_avg_pool2d(x, 1) becomes in the Edge dialect),
+aten.adaptive_avg_pool2d with output size 1 and aten.adaptive_avg_pool1d
+with output size 1 (kept whole through decomposition), on the channels-last
+value; and
 aten.mean.dim over any one run of adjacent dims (a transformer's mean over
 its tokens, x.mean(dim=1) of [N, T, D]), on the PyTorch-order bytes viewed as
 [outer, reduced, 1, inner] (MEAN_HW's [N, H, W, C]; its [N, C] output is the
@@ -31,6 +33,7 @@ class MeanPlan:
     keepdim: bool
     # [outer, reduced, 1, inner] for a mean over adjacent dims in PyTorch order; None: H, W of NCHW
     view4: tuple[int, int, int, int] | None = None
+    one_d: bool = False  # adaptive_avg_pool1d(x, 1): W of channels-last [N, W, C]
 
 
 def _adjacent_run(node, in_shape) -> tuple[int, int, int, int] | None:
@@ -62,7 +65,24 @@ def _analyze_run(node, cc, in_shape, view4) -> MeanPlan:
                     view4)
 
 
+def _analyze_global_1d(node, cc) -> MeanPlan:
+    """adaptive_avg_pool1d(x, 1) of [N, C, L]: MEAN_HW of the channels-last
+    [N, 1, L, C] bytes (conv1d's output layout, no transpose) to [N, C]."""
+    in_shape = static_shape(node.args[0])
+    if len(in_shape) != 3:
+        raise Unsupported(f"adaptive_avg_pool1d of a rank-{len(in_shape)} tensor")
+    in_q = input_qparams(node.args[0], node, cc)
+    out = output_spec(node, cc, fuse_activation=False)
+    if not out.qparams.full_range:
+        raise Unsupported("mean to a narrow int8 range")
+    check_kernel_dims({"input width": in_shape[2], "channels": in_shape[1]}, cc.limits["max_kernel_dim"])
+    mult, shift = mean_params(in_q.scale, out.qparams.scale, in_shape[2])
+    return MeanPlan(in_q, out, mult, shift, in_shape, static_shape(node), True, None, one_d=True)
+
+
 def analyze(node, cc) -> MeanPlan:
+    if op_name(node) == "aten.adaptive_avg_pool1d.default":
+        return _analyze_global_1d(node, cc)
     x = node.args[0]
     in_shape = static_shape(x)
     view4 = _adjacent_run(node, in_shape)
@@ -102,6 +122,13 @@ def lower(node, ctx):
         ctx.finish(node, p.out, out)
         return
     x = ctx.input(node.args[0], layout=CHANNELS_LAST)
+    if p.one_d:  # [N, W, C] bytes as [N, 1, W, C] -> [N, C] bytes, which are [N, C, 1]
+        n, c, w = p.in_shape
+        out = ctx.new_value(p.out_shape, p.out.qparams, CONTIG, dims=(n, c))
+        ctx.emit("MEAN_HW", [ctx.tensor(x, (n, 1, w, c))], [out.tensor], input_zero_point=p.in_q.zero_point,
+                 output_zero_point=p.out.qparams.zero_point, mult=p.mult, shift=p.shift)
+        ctx.finish(node, p.out, out)
+        return
     if p.keepdim:
         out = ctx.new_value(p.out_shape, p.out.qparams, CHANNELS_LAST)  # [N,1,1,C]
     else:
@@ -113,3 +140,6 @@ def lower(node, ctx):
 
 register("aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
          analyze=analyze, lower=lower)
+# Kept from decomposition where delegated; to other sizes it is an average pool (pooling.py).
+register("aten.adaptive_avg_pool1d.default", analyze=analyze, lower=lower, preserve=True,
+         when=lambda node: node.args[1] in (1, [1], (1,)))
