@@ -30,14 +30,17 @@ def _load_file(path: Path, what: str):
         raise UsageError(f"{what}: cannot import {path} (is it a .py file?)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    # The file's own folder first, so that it can import its neighbours.
-    sys.path.insert(0, str(path.resolve().parent))
+    # The file's own folder first, so that it can import its neighbours — at
+    # import time and later, when its model or data function imports one
+    # (`def model(): from helper import X`): the folder stays on the path for
+    # the rest of the command (the process ends with it).
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as e:
         raise UsageError(f"{what}: importing {path} failed: {type(e).__name__}: {e}") from e
-    finally:
-        sys.path.remove(str(path.resolve().parent))
     return module
 
 
