@@ -35,6 +35,8 @@ def files(tmp_path_factory, compiled):
     (d / "a_dir").mkdir()
     (d / "a_file").write_text("x")
     _, out = compiled
+    pte = (out / "tiny.pte").read_bytes()
+    (d / "truncated.pte").write_bytes(pte[:-16])  # the last data segment loses its end
     return d, out / "tiny.pte"
 
 
@@ -61,6 +63,8 @@ def _rows(d, pte):
         (["run", "/dev/null"], ["/dev/null", "not a regular file"]),
         (["run", d / "missing.pte"], ["missing.pte", "no such file"]),
         (["run", d / "garbage.pte"], ["garbage.pte"]),
+        (["run", d / "truncated.pte"], ["truncated.pte", "lies past the end", "the file is truncated"]),
+        (["report", d / "truncated.pte"], ["truncated.pte", "the file is truncated"]),
         (["run", pte, "--input", d / "x_f64.npy"], ["x_f64.npy", "dtype float64", "expects float32"]),
         (["run", pte, "--input", d / "x_i8.npy"], ["x_i8.npy", "dtype int8", "expects float32"]),
         (["run", pte, "--input", d / "x_str.npy"], ["x_str.npy", "dtype <U1"]),

@@ -293,6 +293,11 @@ def test_header_rules():
     short_header = bytearray(original)
     short_header[12] = 8  # the extended header's length
     assert "the extended header claims 8 bytes" in rejection(bytes(short_header))
+    # The flatbuffer is whole but the delegate's data segment (at 1024 + offset) is cut: ExecuTorch's
+    # loader would only say "File size is too small" while loading; the check names the segment.
+    msg = rejection(original[:4000])
+    assert "data segment 0" in msg and "past the end of the 4000-byte file: the file is truncated" in msg, msg
+    check_pte(original)
     bad_root = bytearray(original)
     bad_root[0:4] = (len(original) + 4).to_bytes(4, "little")
     assert "the root table is corrupt" in rejection(bytes(bad_root))

@@ -37,6 +37,7 @@ enum DelegateField { kDelegateId = 0, kDelegateProcessed = 1, kDelegateCompileSp
 enum ReferenceField { kRefLocation = 0, kRefIndex = 1 };
 enum CompileSpecField { kSpecKey = 0, kSpecValue = 1 };
 enum InlineDataField { kInlineData = 0 };
+enum DataSegmentField { kSegmentOffset = 0, kSegmentSize = 1 };
 constexpr uint8_t kLocationInline = 0, kLocationSegment = 1;
 
 // The extended header ExecuTorch's serializer writes after the identifier.
@@ -166,6 +167,7 @@ class Reader {
 
   uint8_t U8(uint32_t pos) const { return base_[pos]; }
   uint32_t U32(uint32_t pos) const { return LoadU32(base_ + pos); }
+  uint64_t U64(uint32_t pos) const { return LoadU64(base_ + pos); }
 
  private:
   const uint8_t* base_;
@@ -340,6 +342,30 @@ Status CheckMethod(const Reader& r, const Table& plan, uint32_t index, const Pro
   return Status::Ok();
 }
 
+// Every data segment (constants, delegate payloads) lies inside the file:
+// segment_base_offset (extended header) + offset + size <= the file size.
+// ExecuTorch's loader finds a truncated file only when it reads a segment
+// ("File size is too small"), as a load error; this names it up front.
+Status CheckSegments(const Reader& r, const ProgramLists& lists, uint64_t segment_base, size_t file_size) {
+  if (lists.segments_ref != Ref::kOk) return Status::Ok();  // no segments: nothing outside the flatbuffer
+  for (uint32_t i = 0; i < lists.segments.length; ++i) {
+    Table seg;
+    if (!TableAt(r, lists.segments, i, &seg)) return Invalid("data segment %u: corrupt", (unsigned)i);
+    bool bad = false;
+    const uint32_t off_at = r.Field(seg, kSegmentOffset, 8, &bad);
+    const uint32_t size_at = r.Field(seg, kSegmentSize, 8, &bad);
+    if (bad) return Invalid("data segment %u: corrupt", (unsigned)i);
+    const uint64_t offset = off_at ? r.U64(off_at) : 0, bytes = size_at ? r.U64(size_at) : 0;
+    // Overflow-safe: each term is compared before it is added.
+    if (segment_base > file_size || offset > file_size - segment_base ||
+        bytes > file_size - segment_base - offset)
+      return Invalid("data segment %u ([%llu, +%llu) after the segment base %llu) lies past the end of the "
+                     "%lu-byte file: the file is truncated", (unsigned)i, (unsigned long long)offset,
+                     (unsigned long long)bytes, (unsigned long long)segment_base, (unsigned long)file_size);
+  }
+  return Status::Ok();
+}
+
 // The flatbuffer's extent: the whole file, or the program size of the
 // extended header ("eh00") when there is one (segments follow it).
 Status FlatbufferSize(const uint8_t* p, size_t size, uint32_t* out) {
@@ -388,6 +414,11 @@ Status CheckProgram(const void* data, size_t size) {
   ProgramLists lists;
   lists.inline_data_ref = VectorField(r, program, kProgBackendDelegateData, 4, &lists.inline_data);
   lists.segments_ref = VectorField(r, program, kProgSegments, 4, &lists.segments);
+
+  // Segments exist only behind an extended header (its segment base); without
+  // one the flatbuffer is the whole file.
+  if (size >= kExtHeaderOffset + 8 && memcmp(p + kExtHeaderOffset, "eh00", 4) == 0)
+    ESPNN_RETURN_IF_ERROR(CheckSegments(r, lists, LoadU64(p + kExtHeaderOffset + 16), size));
 
   Vector plans;
   switch (VectorField(r, program, kProgExecutionPlan, 4, &plans)) {
