@@ -296,7 +296,7 @@ def test_header_rules():
     # The flatbuffer is whole but the delegate's data segment (at 1024 + offset) is cut: ExecuTorch's
     # loader would only say "File size is too small" while loading; the check names the segment.
     msg = rejection(original[:4000])
-    assert "data segment 0" in msg and "past the end of the 4000-byte file: the file is truncated" in msg, msg
+    assert "data segment 1 ([0, +3306) after the segment base 1024)" in msg and "past the end of the 4000-byte file: the file is truncated" in msg, msg
     check_pte(original)
     bad_root = bytearray(original)
     bad_root[0:4] = (len(original) + 4).to_bytes(4, "little")
