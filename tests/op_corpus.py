@@ -123,6 +123,20 @@ def _one_d() -> bytes:
     return w.to_bytes()
 
 
+def _masked_softmax() -> bytes:
+    """Causal attention probabilities: MASKED_SOFTMAX of [1, 2, 8, 8] scores under
+    a [8, 8] lower-triangular mask with one fully masked row."""
+    mask = np.tril(np.ones((8, 8), np.int8))
+    mask[3] = 0
+    w = Xts3Writer()
+    x = w.tensor([1, 2, 8, 8], scale=S, zero_point=Z)
+    out = w.tensor([1, 2, 8, 8], scale=1 / 256, zero_point=-128)
+    w.op("MASKED_SOFTMAX", [x, w.constant(mask)], [out], **qp.softmax_params(S, 1.0))
+    w.set_inputs([x])
+    w.set_outputs([out])
+    return w.to_bytes()
+
+
 def _attention_matmuls() -> bytes:
     """BATCH_MATMUL (format version 2) on both rhs layouts: scores = x @ x^T reads x's
     rows as the FC filter in place; scores @ v transposes a broadcast constant v per
@@ -240,6 +254,7 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "norms", _norms()
     yield "per_channel_tables", _per_channel_tables()
     yield "one_d_pools", _one_d()
+    yield "masked_softmax", _masked_softmax()
     for i, (shape, rms, affine) in enumerate([((3, 1), False, 2), ((2, 2, 7), True, 1), ((4, 64), False, 0),
                                               ((1, 2, 1, 257), False, 2), ((5, 33), True, 0)]):
         yield f"norm_random{i}", _random_norm(100 + i, shape, rms, affine)

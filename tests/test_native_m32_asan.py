@@ -343,7 +343,9 @@ def test_pte_check_matches_the_64_bit_binding(tools, pte_corpus, variant):
     verdicts = [e.verdict for e in pte_corpus.values()]
     # A cut inside the segments leaves the flatbuffer whole: the check passes it
     # (the loader refuses a segment past the end of the data).
-    assert verdicts.count("OK") > 3000 and verdicts.count("REJECT") > 1000
+    # Most truncations cut a data segment (rejected since the check covers segments); most byte flips
+    # inside the flatbuffer still parse.
+    assert verdicts.count("OK") > 1000 and verdicts.count("REJECT") > 3000
     for options in ((), ("--misalign=3",)):
         got = _run_tool(tool, files, *options, "--pte")
         diffs = [f"{Path(f).name}:\n  binding: {pte_corpus[f]}\n  {variant.name}: {got[f]}"

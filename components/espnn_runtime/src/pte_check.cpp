@@ -312,9 +312,9 @@ Status CheckMethod(const Reader& r, const Table& plan, uint32_t index, const Pro
   char where[96];
   snprintf(where, sizeof(where), "method %u", (unsigned)index);
   ESPNN_RETURN_IF_ERROR(CheckString(r, plan, kPlanName, /*required=*/true, where, "name"));
-  const uint8_t* name;
-  uint32_t name_len;
-  (void)StringField(r, plan, kPlanName, &name, &name_len);  // checked just above
+  const uint8_t* name = nullptr;
+  uint32_t name_len = 0;  // (set by StringField: the name was checked just above)
+  (void)StringField(r, plan, kPlanName, &name, &name_len);
   snprintf(where, sizeof(where), "method %u ('%s')", (unsigned)index, Printable(name, name_len).text);
 
   Vector ops;

@@ -18,7 +18,7 @@ namespace xts3 {
 constexpr uint32_t kMagic = 0x33535458u;  // bytes 'X' 'T' 'S' '3'
 // Version written by this runtime. A blob of another version is refused:
 // opcodes and parameter layouts are defined per version below.
-constexpr uint16_t kFormatVersion = 2;
+constexpr uint16_t kFormatVersion = 3;
 constexpr uint16_t kMinFormatVersion = 1;
 
 constexpr uint32_t kHeaderSize = 32;
@@ -146,7 +146,8 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(BATCH_MATMUL,    24, 2, 2, 2, 1, 1, 0x0)                     \
   X(LAYER_NORM,      25, 2, 4, 4, 1, 1, 0x8)                     \
   X(BAND_LOOP,       26, 2, 0, 0, 0, 1, 0x0)                     \
-  X(CHANNEL_LUT,     27, 2, 2, 2, 1, 1, 0x0)
+  X(CHANNEL_LUT,     27, 2, 2, 2, 1, 1, 0x0)                     \
+  X(MASKED_SOFTMAX,  28, 3, 2, 2, 1, 1, 0x0)
 
 enum class Opcode : uint16_t {
 #define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) name = code,
@@ -219,6 +220,10 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // input_left_shift), diff_min <= 0. Output is fixed at scale 1/256, zp -128.
 #define ESPNN_XTS3_PARAMS_SOFTMAX(F) \
   F(input_mult) F(input_left_shift) F(diff_min)
+// MASKED_SOFTMAX: SOFTMAX over the positions its constant 0/1 mask allows
+// (input 1, [mask rows, width]; row r of the input uses mask row r % mask
+// rows); masked positions and fully masked rows give probability 0 (-128).
+#define ESPNN_XTS3_PARAMS_MASKED_SOFTMAX(F) ESPNN_XTS3_PARAMS_SOFTMAX(F)
 // MEAN_HW: raw zero points (not negated); 1/(H*W) folded into mult/shift.
 #define ESPNN_XTS3_PARAMS_MEAN_HW(F) \
   F(input_zero_point) F(output_zero_point) F(mult) F(shift)

@@ -39,7 +39,8 @@ namespace {
   X(BATCH_MATMUL, kBatchMatmulKernel)                   \
   X(LAYER_NORM, kLayerNormKernel)                       \
   X(BAND_LOOP, kBandLoopKernel)                         \
-  X(CHANNEL_LUT, kChannelLutKernel)
+  X(CHANNEL_LUT, kChannelLutKernel)                     \
+  X(MASKED_SOFTMAX, kMaskedSoftmaxKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
 
