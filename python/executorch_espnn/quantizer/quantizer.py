@@ -37,7 +37,7 @@ from torchao.quantization.pt2e.quantizer import (
 
 from . import ops
 from .activations import annotate_global_average, annotate_norm, annotate_unary
-from .attention import decompose_attention
+from .attention import annotate_masked_softmax, decompose_attention
 from .annotation import get_annotation
 from .config import EspNNQuantizationConfig, check_config, get_espnn_quantization_config
 from .conv_linear import add_zero_bias_before_qat_batch_norm, annotate_conv_linear
@@ -56,6 +56,7 @@ _ANNOTATORS = (
     annotate_matmul,
     annotate_global_average,
     annotate_norm,
+    annotate_masked_softmax,
     annotate_unary,
     annotate_shared,
 )
