@@ -103,10 +103,14 @@ def test_general_path_when_the_row_is_wide():
     assert row.s3_simd and "general" in row.kernel
 
 
-def test_grouped_and_dilated_convs_are_not_simd():
-    assert "grouped" in only_op(conv_graph(groups=2)).reason
+def test_grouped_and_dilated_convs_are_staged_onto_the_simd_kernels():
+    grouped = only_op(conv_graph(groups=2))
+    assert grouped.s3_simd and "staged (2 groups one by one)" in grouped.reason
     dil = only_op(conv_graph(dil=(2, 2), pads=(2, 2)))
-    assert not dil.s3_simd and "dilation" in dil.reason
+    assert dil.s3_simd and "staged (dilation by phases)" in dil.reason
+    # Dilated with a stride on the dilated axis: no phase split, the interpreter's direct loop.
+    strided = only_op(conv_graph(dil=(2, 2), pads=(2, 2), strides=(2, 2), out_shape=(1, 4, 4, 16)))
+    assert not strided.s3_simd and "stride > 1 on the dilated axis" in strided.reason
 
 
 def test_asymmetric_padding_defect_goes_to_ansi():

@@ -139,6 +139,15 @@ GEOMETRIES = [
     ("grouped, groups == channels", 1, (6, 6), 4, 8, (3, 3), (2, 2), (1, 1), (1, 1), 4, None),
     ("batch 3, odd image size", 3, (5, 7), 3, 5, (3, 3), (1, 2), (1, 1), (1, 1), 1, None),
     ("batch 2, grouped and dilated", 2, (7, 6), 6, 4, (2, 3), (2, 1), (1, 2), (3, 2), 2, None),
+    # Staged routes (conv.cpp): dilation by phases, groups one by one, through the dense kernel.
+    ("dilation 3, uneven phases, SAME-like pad", 1, (10, 11), 3, 4, (3, 3), (1, 1), (3, 2), (3, 3), 1, None),
+    ("dilation on width only, stride 2 in height", 1, (9, 13), 4, 5, (3, 3), (2, 1), (1, 4), (1, 4), 1, None),
+    ("TCN: 1-D causal, dilation 8", 1, (1, 40), 6, 6, (1, 3), (1, 1), (0, 0), (1, 8), 1, None),
+    ("dilation 2, several bands", 2, (40, 36), 16, 8, (3, 3), (1, 1), (2, 2), (2, 2), 1, None),
+    ("grouped, several bands, ch % 8 == 0 per group", 1, (48, 40), 32, 32, (3, 3), (1, 1), (1, 1), (1, 1), 2,
+     None),
+    ("grouped 1x1 stride 2, 8 channels per group", 2, (9, 8), 16, 24, (1, 1), (2, 2), (0, 0), (1, 1), 2, None),
+    ("grouped, asymmetric end pad", 1, (6, 7), 8, 8, (4, 4), (1, 1), (1, 1), (1, 1), 4, (6, 7)),
 ]
 
 

@@ -6,8 +6,9 @@ docstring quotes the dispatch rule it implements. Sources:
 * ESP-NN 1.2.3's S3 dispatch conditions, as summarized in
   ESP-NN 1.2.3's ESP32-S3 sources (github.com/espressif/esp-nn, src/*/*_esp32s3.S and their C wrappers) and docs/performance.md;
 * this runtime's own routing around those defects and limits
-  (components/espnn_runtime/src/ops/*.cpp: conv.cpp sends grouped, dilated,
-  padding-defect and misaligned images to ANSI; depthwise_conv.cpp the
+  (components/espnn_runtime/src/ops/*.cpp: conv.cpp stages grouped and
+  dilated convs through the dense kernel and sends padding-defect and
+  misaligned images to ANSI; depthwise_conv.cpp the
   scratch-defect case; pooling.cpp channels % 4 != 0; elementwise.cpp
   misaligned operands; fully_connected.cpp copies misaligned rows).
 
@@ -62,8 +63,10 @@ def _dilated(p: dict, kh: int, kw: int) -> bool:
 
 
 def conv2d(summary: dict, op: dict) -> S3Path:
-    """§5.1 conv: (1) filt_dims.channels != in_ch -> ANSI [our runtime: any
-    groups > 1 -> ANSI]; dilation is ignored by ESP-NN [runtime: own direct
+    """§5.1 conv: (1) filt_dims.channels != in_ch -> ANSI, and ESP-NN ignores
+    dilation [our runtime stages both: each group, or each phase of a dilation
+    with stride 1 on the dilated axis, is gathered and run through the dense
+    kernel; dilated and grouped, or dilated with a stride: its own direct
     loop]. (2) 1x1, pad 0, stride 1: in_ch % 8 == 0 -> mult8_1x1 asm; else
     C + inline-asm 1x1 (QACC MACs, scalar tail for the in_ch remainder and
     the last W*H % 8 pixels). (4) fw*in_ch < 16 and fw*fh*in_ch >= 16 ->
@@ -74,12 +77,20 @@ def conv2d(summary: dict, op: dict) -> S3Path:
     p = op["params"]
     x, f, y = (_t(summary, op["inputs"][0]), _t(summary, op["inputs"][1]), _t(summary, op["outputs"][0]))
     _, in_h, in_w, in_c = x["shape"]
-    _, kh, kw, _ = f["shape"]
+    _, kh, kw, cg = f["shape"]
     _, out_h, out_w, _ = y["shape"]
-    if _dilated(p, kh, kw):
-        return S3Path(False, 0.0, "interpreter direct conv", "dilation != 1: ESP-NN ignores dilation")
-    if p["groups"] != 1:
-        return S3Path(False, 0.0, "esp_nn_conv_s8_ansi", "grouped conv (1 < groups < in_ch) -> ANSI")
+    phased_h, phased_w = kh > 1 and p["dilation_h"] != 1, kw > 1 and p["dilation_w"] != 1
+    if _dilated(p, kh, kw) and (p["groups"] != 1 or (phased_h and p["stride_h"] != 1)
+                                or (phased_w and p["stride_w"] != 1)):
+        return S3Path(False, 0.0, "interpreter direct conv",
+                      "dilated with groups or with stride > 1 on the dilated axis: ESP-NN ignores dilation")
+    if _dilated(p, kh, kw) or p["groups"] != 1:
+        # Staged [runtime: conv.cpp EvalStaged]: per phase of the dilation / per group, gathered into
+        # 16-aligned scratch with the padding as the zero point, then the dense kernel with pad 0.
+        stride_h = 1 if phased_h else p["stride_h"]
+        stride_w = 1 if phased_w else p["stride_w"]
+        how = "dilation by phases" if _dilated(p, kh, kw) else f"{p['groups']} groups one by one"
+        return _dense_s3_path(1.0, kh, kw, cg, stride_h, stride_w, 0, 0, out_h, out_w, f"staged ({how}): ")
     if p["pad_top"] or p["pad_left"]:
         end_h = _implied_end_pad(in_h, kh, out_h, p["stride_h"], p["pad_top"])
         end_w = _implied_end_pad(in_w, kw, out_w, p["stride_w"], p["pad_left"])
@@ -89,16 +100,23 @@ def conv2d(summary: dict, op: dict) -> S3Path:
     share = _images_aligned(summary, op)
     if share == 0.0:
         return S3Path(False, 0.0, "esp_nn_conv_s8_ansi", "image pointers not 16-byte aligned -> ANSI")
-    if kh == kw == 1 and not p["pad_top"] and not p["pad_left"] and p["stride_h"] == p["stride_w"] == 1:
+    return _dense_s3_path(share, kh, kw, in_c, p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"],
+                          out_h, out_w, "")
+
+
+def _dense_s3_path(share, kh, kw, in_c, stride_h, stride_w, pad_top, pad_left, out_h, out_w, prefix) -> S3Path:
+    """§5.1 conv (2), (4), (5) for one dense esp_nn_conv_s8 call of `in_c` input channels."""
+    if kh == kw == 1 and not pad_top and not pad_left and stride_h == stride_w == 1:
         if in_c % 8 == 0:
-            return S3Path(True, share, "esp_nn_conv_s8_mult8_1x1_esp32s3", "1x1, pad 0, stride 1, in_ch % 8 == 0")
+            return S3Path(True, share, "esp_nn_conv_s8_mult8_1x1_esp32s3",
+                          prefix + "1x1, pad 0, stride 1, in_ch % 8 == 0")
         pixels = out_h * out_w
         frac = share * (in_c // 8 * 8) / in_c * (pixels - pixels % 8) / pixels
         return S3Path(frac > 0, frac, "1x1 C + inline asm (QACC)",
-                      f"1x1, in_ch % 8 = {in_c % 8}: remainder channels and last W*H % 8 pixels scalar")
+                      prefix + f"1x1, in_ch % 8 = {in_c % 8}: remainder channels and last W*H % 8 pixels scalar")
     if kw * in_c < 16 and kw * kh * in_c >= 16:
-        return S3Path(True, share, "conv im2col + ACCX", "fw*in_ch < 16 and fw*fh*in_ch >= 16: im2col")
-    return S3Path(True, share, "conv general asm (esp32s3)", "general S3 conv (filter rows padded to 16)")
+        return S3Path(True, share, "conv im2col + ACCX", prefix + "fw*in_ch < 16 and fw*fh*in_ch >= 16: im2col")
+    return S3Path(True, share, "conv general asm (esp32s3)", prefix + "general S3 conv (filter rows padded to 16)")
 
 
 def depthwise_conv2d(summary: dict, op: dict) -> S3Path:

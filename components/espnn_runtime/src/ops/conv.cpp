@@ -4,12 +4,28 @@
 // Routing (validate() accepts all of these):
 // * groups == 1, dilation 1 (or a 1-tap axis) -> esp_nn_conv_s8, one image
 //   per call, filter_dims.channels = Cin.
-// * groups > 1 -> esp_nn_conv_s8_ansi with filter_dims.channels = Cin/groups.
-//   ESP-NN 1.2.3's generic optimized path computes grouped 1x1 wrongly and
-//   the S3 dispatcher only falls back to ANSI anyway; a dense kernel is never
-//   given a grouped filter.
-// * dilation != 1 -> the interpreter's own direct convolution (ESP-NN
-//   ignores the dilation field), same arithmetic.
+// * 1 < groups, dilation 1 -> "staged" per group: each group's input
+//   channels are gathered into scratch and run through the dense
+//   esp_nn_conv_s8 (filter_dims.channels = Cin/groups = the gathered
+//   channels, so ESP32-S3's SIMD paths apply), and its output channels are
+//   scattered back. ESP-NN itself has no fast grouped path: its S3 and
+//   generic dispatchers fall back to ANSI (and the generic 1x1 computes
+//   grouped 1x1 wrongly), so a dense kernel is never given a grouped filter.
+// * dilation d > 1 with stride 1 on every dilated axis, groups == 1 ->
+//   staged per phase (space-to-batch): output rows (cols) o = d*i + a only
+//   read input rows a + d*r, so for each phase (a, b) the sub-grid of the
+//   zero-point-padded input is gathered and run through the dense kernel with
+//   dilation 1, and its outputs are scattered to rows d*i + a, cols d*j + b.
+//   ESP-NN ignores the dilation field, so it never sees a dilated call.
+// * otherwise (dilated and grouped, or dilated with stride > 1 on that axis)
+//   -> the interpreter's own direct convolution, same arithmetic.
+//
+// Staging gathers a band of output rows at a time, with the padding written
+// as the input zero point, so the staged calls have no padding of their own
+// (taps in the padding contribute (zp + input_offset) * w = 0, the same as
+// ESP-NN skipping them: bit-exact) and the S3 padding defect below cannot
+// occur. The band height keeps the gathered input and the band's output
+// within kStagingBudget bytes of scratch (at least one row).
 //
 // Padding: XTS3 carries the top/left pads only; the output size implies the
 // bottom/right pad, which validate() accepts anywhere in [0, extent-1]
@@ -21,6 +37,7 @@
 // build those layers are routed to the ANSI kernel instead, so every padding
 // validate() accepts is computed correctly.
 #include <stdint.h>
+#include <string.h>
 
 #include "ops/conv_util.h"
 #include "ops/espnn_api.h"
@@ -36,7 +53,106 @@ struct ConvGeom : ConvShape {
   bool dilated() const { return Dilated(*this, p); }
   bool grouped() const { return p.groups != 1; }
   bool uses_espnn_dense() const { return !dilated() && !grouped(); }
+  // An axis whose taps are spread (k > 1, dilation > 1) is split into phases.
+  bool phased_h() const { return k_h > 1 && p.dilation_h != 1; }
+  bool phased_w() const { return k_w > 1 && p.dilation_w != 1; }
+  bool staged() const {
+    if (grouped()) return !dilated();
+    return dilated() && (!phased_h() || p.stride_h == 1) && (!phased_w() || p.stride_w == 1);
+  }
 };
+
+// Scratch the staged routes may use for the gathered input and the staged
+// output of one band (at least one output row whatever this says).
+constexpr uint32_t kStagingBudget = 16u * 1024u;
+
+uint32_t Align16(uint64_t n) { return (uint32_t)((n + 15u) & ~(uint64_t)15u); }
+
+// One axis of a staged call: `phases` sub-grids (the dilation, or 1), the
+// stride and taps of the staged (undilated) conv, and for phase `a` how
+// many outputs it has and where its rows sit in the padded input.
+struct StagedAxis {
+  uint32_t phases, stride, k, out;
+  int32_t pad;
+  bool phased;
+  StagedAxis(uint32_t k_, int32_t dil, int32_t stride_, int32_t pad_, uint32_t out_, bool phased_)
+      : phases(phased_ ? (uint32_t)dil : 1u), stride(phased_ ? 1u : (uint32_t)stride_), k(k_),
+        out(out_), pad(pad_), phased(phased_) {}
+  uint32_t outputs(uint32_t a) const { return out > a ? (out - a + phases - 1) / phases : 0u; }
+  // Staged-input extent for `n` staged outputs: undilated taps over them.
+  uint32_t extent(uint32_t n) const { return n == 0 ? 0u : (n - 1) * stride + k; }
+  // Padded-input coordinate of staged-input index r for phase a, band start i0.
+  int64_t source(uint32_t a, uint32_t i0, uint32_t r) const {
+    return (int64_t)phases * ((int64_t)i0 * stride + r) + a - pad;
+  }
+};
+
+StagedAxis AxisH(const ConvGeom& g) {
+  return {g.k_h, g.p.dilation_h, g.p.stride_h, g.p.pad_top, g.out_h, g.phased_h()};
+}
+StagedAxis AxisW(const ConvGeom& g) {
+  return {g.k_w, g.p.dilation_w, g.p.stride_w, g.p.pad_left, g.out_w, g.phased_w()};
+}
+
+// The staged calls' channel counts: per group (grouped) or all (phased).
+uint32_t StagedInC(const ConvGeom& g) { return g.filter_c; }
+uint32_t StagedOutC(const ConvGeom& g) { return g.out_c / (uint32_t)g.p.groups; }
+
+// Output rows per staged band: the most whose gathered input and output fit
+// the budget, at least 1, at most the rows of the largest phase.
+uint32_t BandRows(const ConvGeom& g) {
+  const StagedAxis h = AxisH(g), w = AxisW(g);
+  const uint32_t n_w = w.outputs(0), max_rows = h.outputs(0);
+  uint32_t rows = 1;
+  while (rows < max_rows) {
+    const uint64_t bytes = (uint64_t)Align16((uint64_t)h.extent(rows + 1) * w.extent(n_w) * StagedInC(g)) +
+                           Align16((uint64_t)(rows + 1) * n_w * StagedOutC(g));
+    if (bytes > kStagingBudget) break;
+    ++rows;
+  }
+  return rows;
+}
+
+// The dense ESP-NN call of one staged band: gathered input [rows_in, cols_in, Cs],
+// no padding, the staged strides, output [rows, n_w, Os].
+EspnnConvArgs<conv_params_t> StagedArgs(const ConvGeom& g, uint32_t rows, uint32_t n_w) {
+  const StagedAxis h = AxisH(g), w = AxisW(g);
+  ConvGeom s = g;
+  s.in_h = h.extent(rows);
+  s.in_w = w.extent(n_w);
+  s.in_c = StagedInC(g);
+  s.out_h = rows;
+  s.out_w = n_w;
+  s.out_c = StagedOutC(g);
+  s.filter_n = s.out_c;
+  CONV2D_Params p = g.p;
+  p.pad_top = p.pad_left = 0;
+  p.stride_h = (int32_t)h.stride;
+  p.stride_w = (int32_t)w.stride;
+  return MakeEspnnConvArgs<conv_params_t>(s, p);
+}
+
+int32_t EspnnScratch(EspnnConvArgs<conv_params_t> a) {
+  a.params.in_offset = 0;
+  a.params.activation = {-128, 127};
+  return esp_nn_get_conv_scratch_size(&a.in_dims, &a.filter_dims, &a.out_dims, &a.params);
+}
+
+// Scratch of a staged conv: ESP-NN's own (for the largest band), then the
+// gathered input, then the staged output, each 16-byte aligned.
+struct StagedScratch {
+  uint32_t espnn, input, output;
+  uint64_t total() const { return (uint64_t)espnn + input + output; }
+};
+
+StagedScratch StagedScratchLayout(const ConvGeom& g) {
+  const StagedAxis h = AxisH(g), w = AxisW(g);
+  const uint32_t rows = BandRows(g), n_w = w.outputs(0);
+  const int32_t espnn = EspnnScratch(StagedArgs(g, rows, n_w));
+  return {espnn < 0 ? UINT32_MAX / 4 : Align16((uint32_t)espnn),
+          Align16((uint64_t)h.extent(rows) * w.extent(n_w) * StagedInC(g)),
+          Align16((uint64_t)rows * n_w * StagedOutC(g))};
+}
 
 ConvGeom Geometry(const Model& m, const OpInfo& op) {
   return {ReadConvShape(m, op), op.Params<CONV2D_Params>()};
@@ -63,16 +179,17 @@ EspnnConvArgs<conv_params_t> EspnnArgs(const ConvGeom& g) {
   return MakeEspnnConvArgs<conv_params_t>(g, g.p);
 }
 
-// Only the dense ESP-NN path uses scratch (grouped calls go to ANSI, which
-// needs none). Sized as esp-tflite-micro sizes it: real dims and padding,
-// in_offset 0, activation [-128, 127].
+// The dense path: ESP-NN's scratch, sized as esp-tflite-micro sizes it (real
+// dims and padding, in_offset 0, activation [-128, 127]). Staged paths: their
+// layout above. The direct convolution needs none.
 uint32_t ConvScratchBytes(const Model& m, const OpInfo& op) {
   const ConvGeom g = Geometry(m, op);
+  if (g.staged()) {
+    const uint64_t total = StagedScratchLayout(g).total();
+    return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+  }
   if (!g.uses_espnn_dense()) return 0;
-  auto a = EspnnArgs(g);
-  a.params.in_offset = 0;
-  a.params.activation = {-128, 127};
-  const int bytes = esp_nn_get_conv_scratch_size(&a.in_dims, &a.filter_dims, &a.out_dims, &a.params);
+  const int bytes = EspnnScratch(EspnnArgs(g));
   // A negative size means ESP-NN's int arithmetic overflowed: ask for more
   // than any device has so init() fails cleanly.
   return bytes < 0 ? UINT32_MAX : (uint32_t)bytes;
@@ -87,9 +204,76 @@ bool S3PaddingDefect(const ConvGeom& g) {
   return end_h > g.p.pad_top || end_w > g.p.pad_left;
 }
 
+// Grouped or dilated through the dense kernel (see the file comment): per
+// image, group and phase, bands of output rows gathered, convolved and
+// scattered.
+void EvalStaged(const ConvGeom& g, const ConvData& d, const EvalContext& ctx) {
+  const StagedAxis h = AxisH(g), w = AxisW(g);
+  const StagedScratch layout = StagedScratchLayout(g);
+  int8_t* gathered = (int8_t*)ctx.scratch + layout.espnn;
+  int8_t* staged = gathered + layout.input;
+  const uint32_t band = BandRows(g), cs = StagedInC(g), os = StagedOutC(g);
+  const uint32_t groups = (uint32_t)g.p.groups;
+  const int8_t pad_value = (int8_t)(-g.p.input_offset);  // the input zero point: contributes 0
+  const size_t in_row = (size_t)g.in_w * g.in_c, out_row = (size_t)g.out_w * g.out_c;
+  const size_t filter_group = (size_t)os * g.k_h * g.k_w * cs;
+  for (uint32_t n = 0; n < g.batch; ++n) {
+    const int8_t* in_n = d.input + (size_t)n * g.in_h * in_row;
+    int8_t* out_n = d.output + (size_t)n * g.out_h * out_row;
+    for (uint32_t grp = 0; grp < groups; ++grp) {
+      quant_data_t quant;
+      quant.mult = d.mult + grp * os;
+      quant.shift = d.shift + grp * os;
+      const int8_t* filter = d.filter + grp * filter_group;
+      const int32_t* bias = d.bias ? d.bias + grp * os : nullptr;
+      for (uint32_t a = 0; a < h.phases; ++a) {
+        const uint32_t n_h = h.outputs(a);
+        for (uint32_t b = 0; b < w.phases; ++b) {
+          const uint32_t n_w = w.outputs(b);
+          if (n_h == 0 || n_w == 0) continue;
+          for (uint32_t i0 = 0; i0 < n_h; i0 += band) {
+            const uint32_t rows = n_h - i0 < band ? n_h - i0 : band;
+            const uint32_t rows_in = h.extent(rows), cols_in = w.extent(n_w);
+            // Gather this group's channels of the band's (phase) rows and
+            // columns, the padding as the zero point.
+            for (uint32_t r = 0; r < rows_in; ++r) {
+              const int64_t y = h.source(a, i0, r);
+              for (uint32_t c = 0; c < cols_in; ++c) {
+                const int64_t x = w.source(b, 0, c);
+                int8_t* dst = gathered + ((size_t)r * cols_in + c) * cs;
+                if (y < 0 || y >= (int64_t)g.in_h || x < 0 || x >= (int64_t)g.in_w) {
+                  memset(dst, (uint8_t)pad_value, cs);
+                } else {
+                  memcpy(dst, in_n + (size_t)y * in_row + (size_t)x * g.in_c + grp * cs, cs);
+                }
+              }
+            }
+            const auto args = StagedArgs(g, rows, n_w);
+            esp_nn_set_conv_scratch_buf(ctx.scratch);
+            esp_nn_conv_s8(&args.in_dims, gathered, &args.filter_dims, filter, bias, &args.out_dims, staged,
+                           &args.params, &quant);
+            // Scatter to output rows phases*(i0+t)+a, columns phases*j+b, this group's channels.
+            for (uint32_t t = 0; t < rows; ++t) {
+              const size_t oy = (size_t)h.phases * (i0 + t) + a;
+              for (uint32_t j = 0; j < n_w; ++j) {
+                const size_t ox = (size_t)w.phases * j + b;
+                memcpy(out_n + oy * out_row + ox * g.out_c + grp * os, staged + ((size_t)t * n_w + j) * os, os);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 Status EvalConv(const OpInfo& op, const EvalContext& ctx) {
   const ConvGeom g = Geometry(ctx, op);
   const ConvData d = ReadConvData(op, ctx);
+  if (g.staged()) {
+    EvalStaged(g, d, ctx);
+    return Status::Ok();
+  }
   if (g.dilated()) {
     // OHWI filter: output o's tap (ky, kx, i) at ((o*kh + ky)*kw + kx)*Cg + i.
     const uint32_t cg = g.filter_c;
@@ -101,7 +285,7 @@ Status EvalConv(const OpInfo& op, const EvalContext& ctx) {
   quant_data_t quant = EspnnQuant(d);
   const bool padding_defect = kEspnnS3Optimized && S3PaddingDefect(g);
   ForEachImage(g, d, [&](const int8_t* in_n, int8_t* out_n, bool aligned) {
-    if (g.grouped() || padding_defect || !aligned) {
+    if (padding_defect || !aligned) {
       esp_nn_conv_s8_ansi(&a.in_dims, in_n, &a.filter_dims, d.filter, d.bias, &a.out_dims, out_n,
                           &a.params, &quant);
     } else {
