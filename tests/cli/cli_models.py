@@ -89,28 +89,30 @@ def mobilenet_v2_96():
     return mobilenet_v2(num_classes=10, resolution=96, width_mult=0.5)
 
 
-class GroupedKws(nn.Module):
-    """A keyword-spotting-style CNN (1x1x49x10 spectrogram) with one grouped
-    conv among ordinary ones: on the ESP32-S3 that layer runs ESP-NN's ANSI
-    conv, the report must say which layer and why."""
+class OffPathKws(nn.Module):
+    """A keyword-spotting-style CNN (1x1x49x10 spectrogram) with one conv that
+    misses ESP32-S3's SIMD routines among ordinary ones: dilated with a stride
+    on the dilated axis, the interpreter's own direct loop (grouped and
+    stride-1 dilated convs are staged onto the dense kernel); the report must
+    say which layer and why."""
 
     def __init__(self):
         super().__init__()
         self.c1 = nn.Conv2d(1, 16, (10, 4), stride=(2, 2), padding=(5, 1))
-        self.g = nn.Conv2d(16, 32, 3, padding=1, groups=4)
+        self.d = nn.Conv2d(16, 32, 3, stride=2, padding=2, dilation=2)
         self.c3 = nn.Conv2d(32, 32, 1)
         self.fc = nn.Linear(32, 12)
 
     def forward(self, x):
         x = torch.relu(self.c1(x))
-        x = torch.relu(self.g(x))
+        x = torch.relu(self.d(x))
         x = torch.relu(self.c3(x))
         return self.fc(x.mean(dim=(2, 3)))
 
 
-def grouped_kws():
+def offpath_kws():
     torch.manual_seed(0)
-    return GroupedKws().eval(), (torch.randn(1, 1, 49, 10),)
+    return OffPathKws().eval(), (torch.randn(1, 1, 49, 10),)
 
 
 class TokenClassifier(nn.Module):

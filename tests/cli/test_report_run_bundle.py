@@ -134,26 +134,26 @@ def test_bundle_errors(pte, tmp_path):
 
 
 def test_report_names_the_layers_off_the_s3_simd_path(tmp_path):
-    """A KWS-style model with one grouped conv: the summary, the JSON and the
-    HTML say which layer misses ESP-NN's S3 SIMD routines, the routine it
-    reaches instead and why (not only a share of MACs)."""
+    """A KWS-style model with one dilated, strided conv: the summary, the JSON
+    and the HTML say which layer misses ESP-NN's S3 SIMD routines, the routine
+    it reaches instead and why (not only a share of MACs)."""
     from test_compile import MODELS
 
-    r = espnn("compile", f"{MODELS}:grouped_kws", "-o", tmp_path / "kws.pte", "--json", tmp_path / "kws.json",
+    r = espnn("compile", f"{MODELS}:offpath_kws", "-o", tmp_path / "kws.pte", "--json", tmp_path / "kws.json",
               "--html", tmp_path / "kws.html")
     assert r.code == 0, r
     line = next(x for x in r.out.splitlines() if "off the ESP32-S3 SIMD path" in x)
     assert "1 op(s)" in line, r.out
-    row = next(x for x in r.out.splitlines() if "esp_nn_conv_s8_ansi" in x)
-    assert "grouped conv" in row and "conv2d" in row.lower() and "0%" in row, row
+    row = next(x for x in r.out.splitlines() if "interpreter direct conv" in x)
+    assert "stride > 1 on the dilated axis" in row and "conv2d" in row.lower() and "0%" in row, row
 
     doc = json.loads((tmp_path / "kws.json").read_text())
     ops = [o for m in doc["methods"].values() for p in m["partitions"] for o in p["payload"]["op_metrics"]]
-    grouped = [o for o in ops if o["kernel"] == "esp_nn_conv_s8_ansi"]
-    assert len(grouped) == 1 and grouped[0]["s3_simd_macs"] == 0 and grouped[0]["macs"] > 0
+    off = [o for o in ops if o["kernel"] == "interpreter direct conv"]
+    assert len(off) == 1 and off[0]["s3_simd_macs"] == 0 and off[0]["macs"] > 0
 
     html = (tmp_path / "kws.html").read_text()
     assert "ESP-NN routine per op on the ESP32-S3" in html
     off_rows = re.findall(r"<tr class=off>(.*?)</tr>", html)
-    assert len(off_rows) == 1 and "esp_nn_conv_s8_ansi" in off_rows[0] and "grouped conv" in off_rows[0]
+    assert len(off_rows) == 1 and "interpreter direct conv" in off_rows[0] and "dilated" in off_rows[0]
     assert html.count("esp_nn_conv_s8_mult8_1x1_esp32s3") + html.count("conv general asm") >= 1

@@ -27,3 +27,15 @@ def delegates(edge, method="forward"):
 
     return [m for m in get_lowered_backend_modules(edge.exported_program(method).graph_module)
             if m.backend_id == "EspNNBackend"]
+
+
+def quantize_and_lower(build, shape, calibration_batches: int = 8):
+    """A model from `build()` (seed 0, eval), quantized on random batches of
+    `shape` (seed 1) and lowered: (quantized, edge manager, the generator,
+    for further inputs of the same stream)."""
+    torch.manual_seed(0)
+    model = build().eval()
+    example = (torch.randn(shape),)
+    gen = torch.Generator().manual_seed(1)
+    q = quantize(model, example, [(torch.randn(shape, generator=gen),) for _ in range(calibration_batches)])
+    return q, lower(q, example), gen

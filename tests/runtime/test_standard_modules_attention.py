@@ -18,8 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_espnn import output_scales, quantize, runtime, to_espnn_edge
+from executorch_espnn import output_scales, runtime
 from executorch_espnn.partition.report import delegation_report, pte_report
+from pte_harness import quantize_and_lower
 
 ACCURACY_LSB = 3.0
 D, HEADS, T = 64, 4, 16
@@ -115,13 +116,8 @@ MASKED = {"mha_bool_attn_mask", "encoder_causal", "sdpa_is_causal", "sdpa_bool_m
 
 
 def _lower(build, shape):
-    torch.manual_seed(0)
-    model = build().eval()
-    example = (torch.randn(shape),)
-    gen = torch.Generator().manual_seed(1)
-    q = quantize(model, example, [(torch.randn(shape, generator=gen),) for _ in range(8)])
-    edge = to_espnn_edge(torch.export.export(q, example))
-    report = delegation_report(edge).methods["forward"]
+    q, edge, _ = quantize_and_lower(build, shape)
+    report = delegation_report(edge).methods["forward"]  # before to_executorch() rewrites the program
     return q, report, edge.to_executorch().buffer
 
 

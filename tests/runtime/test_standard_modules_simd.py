@@ -17,9 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_espnn import output_scales, quantize, runtime, to_espnn_edge
+from executorch_espnn import output_scales, runtime
 from executorch_espnn.partition.report import delegation_report
 from executorch_espnn.runtime import run_edge_program
+from pte_harness import quantize_and_lower
 
 SIMD_SHARE = 0.95
 
@@ -92,12 +93,7 @@ MODELS = {
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def lowered(request):
     build, shape = MODELS[request.param]
-    torch.manual_seed(0)
-    model = build().eval()
-    example = (torch.randn(shape),)
-    gen = torch.Generator().manual_seed(1)
-    q = quantize(model, example, [(torch.randn(shape, generator=gen),) for _ in range(8)])
-    edge = to_espnn_edge(torch.export.export(q, example))
+    q, edge, gen = quantize_and_lower(build, shape)
     report = delegation_report(edge).methods["forward"]
     x = torch.randn(shape, generator=gen)
     device = run_edge_program(edge, [x])[0][0]  # every delegate on the native device runtime

@@ -54,15 +54,21 @@ def _adjacent_run(node, in_shape) -> tuple[int, int, int, int] | None:
     return (prod(in_shape[:dims[0]]), prod(in_shape[dims[0]:dims[-1] + 1]), 1, prod(in_shape[dims[-1] + 1:]))
 
 
-def _analyze_run(node, cc, in_shape, view4) -> MeanPlan:
+def _plan(node, cc, in_shape, count: int, kernel_dims: dict, keepdim: bool, view4=None,
+          one_d: bool = False) -> MeanPlan:
+    """The quantization every MEAN_HW form shares: 1/count folded into the multiplier."""
     in_q = input_qparams(node.args[0], node, cc)
     out = output_spec(node, cc, fuse_activation=False)
     if not out.qparams.full_range:
         raise Unsupported("mean to a narrow int8 range")
-    check_kernel_dims({"reduced extent": view4[1], "inner size": view4[3]}, cc.limits["max_kernel_dim"])
-    mult, shift = mean_params(in_q.scale, out.qparams.scale, view4[1])
-    return MeanPlan(in_q, out, mult, shift, in_shape, static_shape(node), bool(arg(node, 2, "keepdim", False)),
-                    view4)
+    check_kernel_dims(kernel_dims, cc.limits["max_kernel_dim"])
+    mult, shift = mean_params(in_q.scale, out.qparams.scale, count)
+    return MeanPlan(in_q, out, mult, shift, in_shape, static_shape(node), keepdim, view4, one_d)
+
+
+def _analyze_run(node, cc, in_shape, view4) -> MeanPlan:
+    return _plan(node, cc, in_shape, view4[1], {"reduced extent": view4[1], "inner size": view4[3]},
+                 bool(arg(node, 2, "keepdim", False)), view4)
 
 
 def _analyze_global_1d(node, cc) -> MeanPlan:
@@ -71,13 +77,8 @@ def _analyze_global_1d(node, cc) -> MeanPlan:
     in_shape = static_shape(node.args[0])
     if len(in_shape) != 3:
         raise Unsupported(f"adaptive_avg_pool1d of a rank-{len(in_shape)} tensor")
-    in_q = input_qparams(node.args[0], node, cc)
-    out = output_spec(node, cc, fuse_activation=False)
-    if not out.qparams.full_range:
-        raise Unsupported("mean to a narrow int8 range")
-    check_kernel_dims({"input width": in_shape[2], "channels": in_shape[1]}, cc.limits["max_kernel_dim"])
-    mult, shift = mean_params(in_q.scale, out.qparams.scale, in_shape[2])
-    return MeanPlan(in_q, out, mult, shift, in_shape, static_shape(node), True, None, one_d=True)
+    return _plan(node, cc, in_shape, in_shape[2], {"input width": in_shape[2], "channels": in_shape[1]}, True,
+                 one_d=True)
 
 
 def analyze(node, cc) -> MeanPlan:
@@ -102,14 +103,8 @@ def analyze(node, cc) -> MeanPlan:
         if int_list(node.args[1], 2, "output_size") != [1, 1]:
             raise Unsupported(f"adaptive average pool to {node.args[1]} (only 1x1)")
         keepdim = True
-    in_q = input_qparams(x, node, cc)
-    out = output_spec(node, cc, fuse_activation=False)
-    if not out.qparams.full_range:
-        raise Unsupported("mean to a narrow int8 range")
-    check_kernel_dims({"input height": in_shape[2], "input width": in_shape[3], "channels": in_shape[1]},
-                      cc.limits["max_kernel_dim"])
-    mult, shift = mean_params(in_q.scale, out.qparams.scale, in_shape[2] * in_shape[3])
-    return MeanPlan(in_q, out, mult, shift, in_shape, static_shape(node), keepdim)
+    return _plan(node, cc, in_shape, in_shape[2] * in_shape[3],
+                 {"input height": in_shape[2], "input width": in_shape[3], "channels": in_shape[1]}, keepdim)
 
 
 def lower(node, ctx):
