@@ -120,8 +120,12 @@ def load_program(pte: bytes | bytearray | str | Path):
     from executorch.runtime import Verification
 
     program = runtime.load_program(data, verification=Verification.InternalConsistency)
+    try:
+        orders = _input_dim_orders(data)
+    except ValueError:  # a program ExecuTorch loads but its Python deserializer cannot read: contiguous assumed
+        orders = {}
     with _STATES_LOCK:
-        _STATES[program] = _ProgramState(dim_orders=_input_dim_orders(data))
+        _STATES[program] = _ProgramState(dim_orders=orders)
     return program
 
 
