@@ -82,7 +82,11 @@ def run(args: argparse.Namespace) -> int:
               f"argmax {int(a.reshape(-1).argmax())}" if a.size else f"output {i}: empty")
     if args.save:
         for i, o in enumerate(outputs):
-            np.save(args.save / f"output_{i}.npy", o.numpy())
+            path = args.save / f"output_{i}.npy"
+            try:
+                np.save(path, o.numpy())
+            except OSError as e:
+                raise UsageError(f"--save {path}: cannot write it: {e.strerror or e}") from e
         print(f"saved {len(outputs)} output(s) in {args.save}")
     if not args.reference:
         return EXIT_OK
