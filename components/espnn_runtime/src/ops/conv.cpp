@@ -98,19 +98,31 @@ StagedAxis AxisW(const ConvGeom& g) {
 uint32_t StagedInC(const ConvGeom& g) { return g.filter_c; }
 uint32_t StagedOutC(const ConvGeom& g) { return g.out_c / (uint32_t)g.p.groups; }
 
+// Bytes of the gathered input and staged output of a band of `rows` output rows.
+uint64_t BandBytes(const ConvGeom& g, uint32_t rows) {
+  const StagedAxis h = AxisH(g), w = AxisW(g);
+  const uint32_t n_w = w.outputs(0);
+  return (uint64_t)Align16((uint64_t)h.extent(rows) * w.extent(n_w) * StagedInC(g)) +
+         Align16((uint64_t)rows * n_w * StagedOutC(g));
+}
+
 // Output rows per staged band: the most whose gathered input and output fit
-// the budget, at least 1, at most the rows of the largest phase.
+// the budget, at least 1, at most the rows of the largest phase. BandBytes
+// grows linearly in rows (plus at most 30 bytes of alignment), so the
+// estimate below is at most a few rows short; the loop closes the gap. It
+// runs at every invoke (no per-op state is kept), so it must stay O(1)-ish.
 uint32_t BandRows(const ConvGeom& g) {
   const StagedAxis h = AxisH(g), w = AxisW(g);
-  const uint32_t n_w = w.outputs(0), max_rows = h.outputs(0);
-  uint32_t rows = 1;
-  while (rows < max_rows) {
-    const uint64_t bytes = (uint64_t)Align16((uint64_t)h.extent(rows + 1) * w.extent(n_w) * StagedInC(g)) +
-                           Align16((uint64_t)(rows + 1) * n_w * StagedOutC(g));
-    if (bytes > kStagingBudget) break;
-    ++rows;
-  }
-  return rows;
+  const uint32_t max_rows = h.outputs(0);
+  const uint64_t in_row = (uint64_t)w.extent(w.outputs(0)) * StagedInC(g);  // one gathered input row
+  const uint64_t per_row = h.stride * in_row + (uint64_t)w.outputs(0) * StagedOutC(g);
+  const uint64_t fixed = (uint64_t)h.k * in_row + 30u;  // rows = 1 ... plus worst-case alignment
+  uint64_t rows = 1;
+  if (kStagingBudget > fixed && per_row > 0) rows = 1 + (kStagingBudget - fixed) / per_row;
+  if (rows > max_rows) rows = max_rows > 0 ? max_rows : 1;
+  while (rows < max_rows && BandBytes(g, (uint32_t)rows + 1) <= kStagingBudget) ++rows;
+  while (rows > 1 && BandBytes(g, (uint32_t)rows) > kStagingBudget) --rows;
+  return (uint32_t)rows;
 }
 
 // The dense ESP-NN call of one staged band: gathered input [rows_in, cols_in, Cs],
@@ -139,7 +151,10 @@ int32_t EspnnScratch(EspnnConvArgs<conv_params_t> a) {
 }
 
 // Scratch of a staged conv: ESP-NN's own (for the largest band), then the
-// gathered input, then the staged output, each 16-byte aligned.
+// gathered input, then the staged output, each 16-byte aligned. At run time
+// the two staging buffers are placed at the end of the whole scratch buffer
+// (ctx.scratch_bytes, at least this op's total), so ESP-NN's part need not be
+// asked for again in eval.
 struct StagedScratch {
   uint32_t espnn, input, output;
   uint64_t total() const { return (uint64_t)espnn + input + output; }
@@ -209,10 +224,12 @@ bool S3PaddingDefect(const ConvGeom& g) {
 // scattered.
 void EvalStaged(const ConvGeom& g, const ConvData& d, const EvalContext& ctx) {
   const StagedAxis h = AxisH(g), w = AxisW(g);
-  const StagedScratch layout = StagedScratchLayout(g);
-  int8_t* gathered = (int8_t*)ctx.scratch + layout.espnn;
-  int8_t* staged = gathered + layout.input;
   const uint32_t band = BandRows(g), cs = StagedInC(g), os = StagedOutC(g);
+  const uint32_t input_bytes = Align16((uint64_t)h.extent(band) * w.extent(w.outputs(0)) * cs);
+  const uint32_t output_bytes = Align16((uint64_t)band * w.outputs(0) * os);
+  // ctx.scratch_bytes is a multiple of 16 and >= espnn + input + output of this op (ConvScratchBytes).
+  int8_t* staged = (int8_t*)ctx.scratch + (ctx.scratch_bytes & ~15u) - output_bytes;
+  int8_t* gathered = staged - input_bytes;
   const uint32_t groups = (uint32_t)g.p.groups;
   const int8_t pad_value = (int8_t)(-g.p.input_offset);  // the input zero point: contributes 0
   const size_t in_row = (size_t)g.in_w * g.in_c, out_row = (size_t)g.out_w * g.out_c;
