@@ -52,13 +52,13 @@ for v in $variants; do
       continue
     fi
     seeds=("$here/corpus/${t%_heap}")  # et_glue_heap shares et_glue's seeds
-    [ -d "$here/regressions/$t" ] && seeds+=("$here/regressions/$t")
+    [ -d "$here/regressions/${t%_heap}" ] && seeds+=("$here/regressions/${t%_heap}")  # and its reproducers
     files=()
     for d in "${seeds[@]}"; do
       for f in "$d"/*; do [ -f "$f" ] && files+=("$f"); done
     done
     log="$root/$v-$t-regression.log"
-    if "$bin/fuzz_$t" "${files[@]}" >"$log" 2>&1; then
+    if "$bin/fuzz_$t" -timeout=10 "${files[@]}" >"$log" 2>&1; then
       echo "fuzz $v $t: regression OK (${#files[@]} files)"
     else
       echo "fuzz $v $t: regression FAILED on the checked-in corpus; log: $log"

@@ -148,6 +148,9 @@ GEOMETRIES = [
      None),
     ("grouped 1x1 stride 2, 8 channels per group", 2, (9, 8), 16, 24, (1, 1), (2, 2), (0, 0), (1, 1), 2, None),
     ("grouped, asymmetric end pad", 1, (6, 7), 8, 8, (4, 4), (1, 1), (1, 1), (1, 1), 4, (6, 7)),
+    # More phases than outputs: only the first out_h x out_w phases hold an output (the fuzzer's
+    # dilation-65535 case looped over all of them: dilation_h * dilation_w empty calls).
+    ("dilation far beyond the output", 1, (3, 4), 5, 3, (2, 2), (1, 1), (150, 100), (300, 200), 1, None),
 ]
 
 

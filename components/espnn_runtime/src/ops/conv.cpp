@@ -79,6 +79,10 @@ struct StagedAxis {
       : phases(phased_ ? (uint32_t)dil : 1u), stride(phased_ ? 1u : (uint32_t)stride_), k(k_),
         out(out_), pad(pad_), phased(phased_) {}
   uint32_t outputs(uint32_t a) const { return out > a ? (out - a + phases - 1) / phases : 0u; }
+  // Phases that have outputs: a dilation larger than the output extent
+  // (legal with one tap) leaves the rest empty, and looping over them would
+  // cost dilation iterations per call.
+  uint32_t live_phases() const { return phases < out ? phases : out; }
   // Staged-input extent for `n` staged outputs: undilated taps over them.
   uint32_t extent(uint32_t n) const { return n == 0 ? 0u : (n - 1) * stride + k; }
   // Padded-input coordinate of staged-input index r for phase a, band start i0.
@@ -243,9 +247,9 @@ void EvalStaged(const ConvGeom& g, const ConvData& d, const EvalContext& ctx) {
       quant.shift = d.shift + grp * os;
       const int8_t* filter = d.filter + grp * filter_group;
       const int32_t* bias = d.bias ? d.bias + grp * os : nullptr;
-      for (uint32_t a = 0; a < h.phases; ++a) {
+      for (uint32_t a = 0; a < h.live_phases(); ++a) {
         const uint32_t n_h = h.outputs(a);
-        for (uint32_t b = 0; b < w.phases; ++b) {
+        for (uint32_t b = 0; b < w.live_phases(); ++b) {
           const uint32_t n_w = w.outputs(b);
           if (n_h == 0 || n_w == 0) continue;
           for (uint32_t i0 = 0; i0 < n_h; i0 += band) {
