@@ -23,7 +23,7 @@ from executorch_espnn import bundle as B
 
 from . import bundle_mutations as bm
 
-REQUIRED_PASS_FIELDS = ["runs", "ops", "arena", "scratch", "model_bytes", "weights", "alloc", "heap_free_min",
+REQUIRED_PASS_FIELDS = ["runs", "ops", "arena", "scratch", "model_bytes", "weights", "alloc", "model_mem", "heap_free_min",
                         "cycles_min", "cycles_mean", "cycles_max", "us_min", "us_mean", "us_max"]
 
 
@@ -136,7 +136,7 @@ def test_result_line_format_is_stable(host_runner, corpus_bundle):
                 if ln.startswith("ESPNN_RESULT"))
     assert re.fullmatch(
         r"ESPNN_RESULT v=1 case=selfcheck_cnn status=pass runs=3 ops=\d+ arena=\d+ scratch=\d+ model_bytes=\d+ "
-        r"weights=inplace alloc=\d+ heap_free_min=na cycles_min=na cycles_mean=na cycles_max=na "
+        r"weights=inplace alloc=\d+ arena_mem=heap (?:scratch_mem=heap )?model_mem=heap heap_free_min=na cycles_min=na cycles_mean=na cycles_max=na "
         r"us_min=\d+ us_mean=\d+\.\d{3} us_max=\d+", line), line
 
 

@@ -5,6 +5,14 @@
 
 #include "espnn/bundle_runner.h"
 
+#if defined(ESP_PLATFORM)
+#include "sdkconfig.h"
+#if !CONFIG_IDF_TARGET_LINUX
+#include "esp_memory_utils.h"
+#define ESPNN_RUNNER_ON_CHIP 1
+#endif
+#endif
+
 namespace espnn {
 namespace bundle {
 
@@ -60,6 +68,17 @@ void PalRunnerPlatform::Idle() {
   if (now - last_yield_us_ < config_.idle_yield_us) return;
   config_.yield();
   last_yield_us_ = espnn_pal_time_us();
+}
+
+const char* PalRunnerPlatform::MemoryKind(const void* ptr) const {
+#if defined(ESPNN_RUNNER_ON_CHIP)
+  if (esp_ptr_external_ram(ptr)) return "psram";
+  if (esp_ptr_internal(ptr)) return "internal";
+  return "flash";  // the memory-mapped data partition / .rodata
+#else
+  (void)ptr;
+  return "heap";
+#endif
 }
 
 }  // namespace bundle

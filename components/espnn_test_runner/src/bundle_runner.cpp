@@ -263,6 +263,11 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
   l.Kv("runs", runs).Kv("ops", model.num_ops()).Kv("arena", req.arena_bytes);
   l.Kv("scratch", req.scratch_bytes).Kv("model_bytes", c.model_size).KvStr("weights", weights);
   l.Kv("alloc", mem.bytes);
+  // Where the memory policy put each block (internal RAM first, PSRAM when
+  // it does not fit, per the build's configuration), and the model bytes.
+  if (mem.arena != nullptr) l.KvStr("arena_mem", pf.MemoryKind(mem.arena));
+  if (mem.scratch != nullptr) l.KvStr("scratch_mem", pf.MemoryKind(mem.scratch));
+  l.KvStr("model_mem", pf.MemoryKind(model_bytes));
   uint32_t heap_min = 0;
   if (pf.HeapMinFree(&heap_min))
     l.Kv("heap_free_min", heap_min);

@@ -61,6 +61,12 @@ class RunnerPlatform {
   // Called between timed runs and between cases, outside any timed region
   // (the ESP-IDF shell lets lower-priority tasks and the watchdog run).
   virtual void Idle() {}
+  // Which memory `ptr` lies in, for the result line: "internal", "psram" or
+  // "flash" (memory-mapped) on a chip; "heap" where there is one kind.
+  virtual const char* MemoryKind(const void* ptr) const {
+    (void)ptr;
+    return "heap";
+  }
 };
 
 enum class WeightPlacement : uint8_t {
@@ -116,6 +122,7 @@ class PalRunnerPlatform : public RunnerPlatform {
   uint64_t TimeUs() override;
   bool HeapMinFree(uint32_t* bytes) override;
   void Idle() override;
+  const char* MemoryKind(const void* ptr) const override;
 
  private:
   PalPlatformConfig config_;
