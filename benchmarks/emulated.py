@@ -146,10 +146,21 @@ def run_counted(qemu: str, build: Path, bundle: Path, work: Path, timeout: float
     """Runs the bundle with the instruction counter; per case, the
     instructions of each timed run (from the marker pairs)."""
     counts = work / f"icount-{build.name}-{bundle.stem}.txt"
+    counts.unlink(missing_ok=True)
     r = subprocess.run([sys.executable, str(QEMU_ESP), "run", "--qemu", qemu, "--build", str(build), "--bundle",
                         str(bundle), "--icount", str(counts), "--timeout", str(timeout)],
                        capture_output=True, text=True)
+    # Exit 0: every case passed; 1: the session ended with failures (the
+    # caller sees them in the results). Anything else - a crash, a timeout,
+    # QEMU refusing the command line - is an error here, never an empty table.
+    if r.returncode not in (0, 1):
+        raise RuntimeError(f"qemu-esp exit {r.returncode} on {bundle.name} with {build}:\n"
+                           f"{r.stdout[-3000:]}\n{r.stderr[-2000:]}")
     run = B.check_run(r.stdout)
+    if not run.results:
+        raise RuntimeError(f"{bundle.name} on {build}: the session reported no case")
+    if not counts.is_file():
+        raise RuntimeError(f"the instruction counter wrote nothing ({counts}); stderr:\n{r.stderr[-2000:]}")
     marks = [int(line.split()[3]) for line in counts.read_text().splitlines() if line.startswith("mark ")]
     per_case, k = {}, 0
     for name, rec in run.results.items():
