@@ -8,7 +8,7 @@
 #
 #   tools/device-toolchain/build.sh --sources DIR --prefix PREFIX
 #       [--src NAME=PATH]... [--chips "esp32s3 esp32"] [--jobs N]
-#       [--stages "check toolchain qemu idf manifest"]
+#       [--stages "check toolchain qemu idf executorch manifest"]
 #
 # DIR/<name> (or --src NAME=PATH) is each source of sources.txt: a git
 # repository holding the pinned commit, or a file with the pinned sha256.
@@ -31,7 +31,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 sources="" prefix="" chips="esp32s3 esp32" jobs=$(nproc 2>/dev/null || echo 2)
-stages="check toolchain qemu idf manifest"
+stages="check toolchain qemu idf executorch manifest"
 declare -A src_override=()
 
 die() { echo "device-toolchain: $*" >&2; exit 1; }
@@ -103,10 +103,13 @@ export_source() {
   rm -rf "$dest"
   mkdir -p "$dest"
   GIT_DIR=$gitdir GIT_INDEX_FILE=$index git read-tree "${pin[$n]}"
-  missing=$(GIT_DIR=$gitdir GIT_INDEX_FILE=$index git ls-files -s | awk '$1 != "160000" { print $2 " " $4 }' |
-            while read -r sha path; do
-              [ "$(GIT_DIR=$gitdir git cat-file -t "$sha" 2>/dev/null)" = blob ] || echo "$path"
-            done)
+  # ls-files -s: "mode sha stage<TAB>path"; gitlinks (submodules, mode
+  # 160000) have no blob. cat-file --batch-check prints the type per line,
+  # or "<sha> missing" (then without the custom format).
+  GIT_DIR=$gitdir GIT_INDEX_FILE=$index git ls-files -s | awk '$1 != "160000"' >"$index.ls"
+  missing=$(cut -d' ' -f2 "$index.ls" | GIT_DIR=$gitdir git cat-file --batch-check='%(objecttype)' |
+            paste -d'\t' - <(cut -f2- "$index.ls") | awk -F'\t' '$1 ~ / missing$/ { print $2 }')
+  rm -f "$index.ls"
   if [ -n "$missing" ]; then
     echo "$missing" | while read -r path; do
       echo "device-toolchain: $n: $path is not in $(src_path "$n") (commit ${pin[$n]}); exported without it" >&2
@@ -289,6 +292,18 @@ build_toolchain() {
   fi
 }
 
+# ------------------------------------------------------------ ExecuTorch
+# The source tree scripts/build-executorch-esp.sh cross-builds for the
+# runner's .pte mode (the build itself is per suite: a selective build of
+# the portable kernels the suite's programs run on the CPU). Only the
+# submodules that build reads.
+build_executorch_src() {
+  local s=$prefix/executorch
+  export_source executorch "$s"
+  export_source flatbuffers "$s/third-party/flatbuffers"
+  export_source flatcc "$s/third-party/flatcc"
+}
+
 # ------------------------------------------------------------------ QEMU
 build_qemu() {
   local s=$work/qemu b=$work/qemu/build
@@ -353,6 +368,7 @@ export PATH=$path$prefix/python-env/bin:$prefix/esp-idf/tools:\$PATH
 export ESPNN_QEMU_ESP=$prefix/qemu/bin/qemu-system-xtensa
 export ESPNN_DIR=$prefix/esp-nn
 export ESPNN_IDF_EXTRA_DEFAULTS=$prefix/emulation.defaults
+export ESPNN_EXECUTORCH_SRC=$prefix/executorch
 # No component registry: a download attempt fails loudly.
 export IDF_COMPONENT_REGISTRY_URL=http://127.0.0.1:9
 EOF
@@ -383,6 +399,7 @@ for s in $stages; do
     toolchain) for c in $chips; do build_toolchain "$c"; done ;;
     qemu) timed qemu build_qemu ;;
     idf) timed idf build_idf ;;
+    executorch) timed executorch build_executorch_src ;;
     manifest) write_manifest ;;
     *) die "unknown stage $s" ;;
   esac
