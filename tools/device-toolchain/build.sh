@@ -319,7 +319,10 @@ build_qemu() {
   (cd "$s" && log_run qemu.log ./configure --prefix="$prefix/qemu" --target-list=xtensa-softmmu --enable-gcrypt \
      --enable-slirp --enable-plugins --disable-strip --disable-user --disable-capstone --disable-vnc --disable-sdl \
      --disable-gtk --disable-docs --disable-download --disable-tools --disable-guest-agent &&
-   log_run qemu.log ninja -C build -j"$jobs" qemu-system-xtensa && log_run qemu.log meson install -C build --no-rebuild)
+   log_run qemu.log ninja -C build -j"$jobs" qemu-system-xtensa trace/trace-events-all &&
+   log_run qemu.log meson install -C build --no-rebuild)
+  # (Only the emulator and what `meson install` copies: the full build also
+  # compiles tests/fp, which does not build against this testfloat.)
   "$prefix/qemu/bin/qemu-system-xtensa" -machine help | grep -q '^esp32s3 ' ||
     die "the QEMU built has no esp32s3 machine"
 }
