@@ -50,10 +50,12 @@ def test_kconfig_style():
 def test_esp32s3_defaults(tmp_path):
     c = resolve(tmp_path, REPO / "sdkconfig.defaults", REPO / "sdkconfig.defaults.esp32s3")
     assert c["SPIRAM"] == "1"
-    assert c["ESPNN_MEMORY_RUNTIME_ALLOCATOR"] == "1" and c["ESPNN_WEIGHTS_IN_PLACE"] == "1"
+    # Internal RAM first, PSRAM for what does not fit: no fixed pool.
+    assert c["ESPNN_MEMORY_INTERNAL_FIRST"] == "1" and c["ESPNN_WEIGHTS_IN_PLACE"] == "1"
+    assert "ESPNN_MEMORY_RUNTIME_ALLOCATOR" not in c and "ESPNN_RUNNER_POOL_KB" not in c
     assert c["ESPNN_LOG_LEVEL"] == "3" and "ESPNN_PAL_EXECUTORCH" not in c
     assert c["ESPNN_RUNNER_BUNDLE_PARTITION"] == "1" and c["ESPNN_RUNNER_PARTITION_LABEL"] == '"bundle"'
-    assert c["ESPNN_RUNNER_POOL_KB"] == "192" and c["ESPNN_RUNNER_DEFAULT_RUNS"] == "20"
+    assert c["ESPNN_RUNNER_DEFAULT_RUNS"] == "20"
 
 
 @needs_kconfgen

@@ -3,7 +3,9 @@ espnn_runtime component) with a real ESP-IDF, in a copy of the project under
 a temporary directory so the checkout stays clean (idf.py writes sdkconfig
 and dependencies.lock next to the project).
 
-What it needs, from the environment (docs/firmware.md, "Building with
+With ESPNN_DEVICE_PREFIX set to the prefix of tools/device-toolchain/build.sh,
+everything below comes from that prefix's env.json (what its env.sh exports);
+otherwise, from the environment (docs/firmware.md, "Building with
 ESP-IDF"):
   IDF_PATH, and idf.py on PATH   `. $IDF_PATH/export.sh` sets both up
   ESPNN_DIR (optional)           an ESP-NN checkout used instead of the
@@ -28,13 +30,40 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_FILES = ["CMakeLists.txt", "partitions.csv", "main", "components"]
+
+
+def use_device_prefix() -> str | None:
+    """Applies ESPNN_DEVICE_PREFIX/env.json to os.environ (PATH prepended);
+    returns why the prefix is unusable, or None (also when it is not set)."""
+    prefix = os.environ.get("ESPNN_DEVICE_PREFIX")
+    if not prefix:
+        return None
+    env_file = Path(prefix) / "env.json"
+    if not env_file.is_file():
+        return (f"ESPNN_DEVICE_PREFIX={prefix} has no env.json "
+                "(run tools/device-toolchain/build.sh through its manifest stage)")
+    import json
+
+    for key, value in json.loads(env_file.read_text()).items():
+        if key == "PATH":
+            value = value.replace("$PATH", "").rstrip(":")
+            if value not in os.environ.get("PATH", ""):
+                os.environ["PATH"] = value + ":" + os.environ.get("PATH", "")
+        else:
+            os.environ[key] = value
+    return None
+
+
+PREFIX_PROBLEM = use_device_prefix()
+PROJECT_FILES = ["CMakeLists.txt", "partitions.csv", "partitions-8mb.csv", "main", "components"]
 TOOLCHAIN_PREFIX = {"esp32": "xtensa-esp32-elf-", "esp32s3": "xtensa-esp32s3-elf-",
                     "esp32s2": "xtensa-esp32s2-elf-"}
 
 
 def problem(target: str = "linux") -> str | None:
     """Why an ESP-IDF build for `target` cannot run here, or None."""
+    if PREFIX_PROBLEM:
+        return PREFIX_PROBLEM
     idf_path = os.environ.get("IDF_PATH")
     if not idf_path:
         return "ESP-IDF is not set up: IDF_PATH is not set (. $IDF_PATH/export.sh)"
