@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""Device evidence: builds the runner app with the emulation tool chain of
+tools/device-toolchain/build.sh, runs every suite below on Espressif's QEMU
+(emulated ESP32-S3 with octal PSRAM, and ESP32) with the instruction
+counter, and writes docs/device-evidence.json. tools/device-evidence/render.py
+then writes the tables in docs/device-evidence.md from it.
+
+    export ESPNN_DEVICE_PREFIX=/opt/espnn-device       # build.sh's prefix
+    python tools/device-evidence/collect.py [--only SUITE,...] [--builds LABEL,...]
+    python tools/device-evidence/render.py
+
+Each result is what the emulated chip computed compared with the host
+runtime's expected outputs, bit for bit (bundle mode), or against the host
+ExecuTorch run of the same .pte (.pte mode), plus guest instructions between
+the two reads of the cycle counter around a timed run (median). Emulated:
+instructions, not cycles; nothing here ran on silicon.
+
+The JSON names the commit the runs were made at; a run on a tree with
+uncommitted changes under components/, main/ or the project files is refused
+(the evidence would name a commit that does not hold what ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
+
+from idf import idf_project  # noqa: E402
+
+import emulated  # noqa: E402
+from executorch_espnn import bundle as B  # noqa: E402
+
+EVIDENCE = REPO / "docs/device-evidence.json"
+MODELS_FILE = REPO / "tests/idf/emulated_models.py"
+# What the evidence describes: a change here makes it stale.
+DEVICE_CODE = ["components", "main", "CMakeLists.txt", "partitions.csv", "partitions-8mb.csv",
+               "sdkconfig.defaults", "sdkconfig.defaults.esp32s3", "sdkconfig.defaults.esp32",
+               "sdkconfig.defaults.pte", "sdkconfig.defaults.pte.esp32"]
+
+
+@dataclass
+class BuildSpec:
+    label: str
+    target: str
+    defaults: list[str] = field(default_factory=list)
+    pte: bool = False
+    what: str = ""
+
+
+BUILDS = [
+    BuildSpec("esp32s3", "esp32s3", [], what="as shipped: octal PSRAM, ESP-NN optimized (S3 assembly)"),
+    BuildSpec("esp32s3-ansi", "esp32s3", ["CONFIG_NN_ANSI_C=y"], what="as shipped, ESP-NN ANSI C kernels"),
+    BuildSpec("esp32", "esp32", [], what="as shipped: no PSRAM"),
+    BuildSpec("esp32s3-pte", "esp32s3", [], pte=True,
+              what=".pte mode (ExecuTorch runtime + EspNNBackend + portable kernels), octal PSRAM"),
+]
+
+
+@dataclass
+class Suite:
+    name: str
+    builds: list[str]
+    make: object  # (work: Path) -> Path of the bundle / suite file
+    kind: str = "bundle"  # bundle | pte
+    expect_fail: list[str] = field(default_factory=list)  # the negative control's flipped case
+
+
+def _op_corpus(work: Path) -> Path:
+    import op_corpus
+
+    path = work / "op_corpus.xtsb"
+    path.write_bytes(B.write_bundle(op_corpus.bundle_cases(runs=1)))
+    return path
+
+
+NEGATIVE_CASE = "selfcheck_cnn"
+
+
+def _negative_control(work: Path) -> Path:
+    """The op corpus with one byte of one case's expected output flipped: that
+    case must fail on the chip (and only that one)."""
+    import op_corpus
+
+    cases = op_corpus.bundle_cases(runs=1)
+    (case,) = [c for c in cases if c.name == NEGATIVE_CASE]
+    first = case.expected[0].copy()
+    first.reshape(-1).view("uint8")[0] ^= 0x01
+    case.expected = [first, *case.expected[1:]]
+    path = work / "negative_control.xtsb"
+    path.write_bytes(B.write_bundle(cases))
+    return path
+
+
+def _softmax_rows(work: Path) -> Path:
+    from idf.test_idf_qemu import softmax_row_cases
+
+    path = work / "softmax_rows.xtsb"
+    path.write_bytes(B.write_bundle(softmax_row_cases()))
+    return path
+
+
+def _dispatch(work: Path) -> Path:
+    import dispatch_cases
+
+    path = work / "dispatch.xtsb"
+    path.write_bytes(B.write_bundle(dispatch_cases.cases(runs=1)))
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _dispatch_table() -> dict[str, tuple[str, bool]]:
+    """case -> (kernel, SIMD?) per analysis/s3_dispatch.py, for the s3_dispatch suite."""
+    import dispatch_cases
+
+    from executorch_espnn.analysis import payload_metrics
+
+    out = {}
+    for c in dispatch_cases.cases(runs=1):
+        (op,) = payload_metrics(c.model).ops
+        out[c.name] = (op.kernel, bool(op.s3_simd))
+    return out
+
+
+def _cli(*args: str) -> None:
+    cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]
+    r = subprocess.run([*cli, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"espnn {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+
+
+def _model(fn: str, schedule: str = "auto"):
+    def make(work: Path) -> Path:
+        pte, out = work / f"{fn}-{schedule}.pte", work / f"{fn}-{schedule}.xtsb"
+        _cli("compile", f"{MODELS_FILE}:{fn}", "-o", str(pte), "-q", "--verify-samples", "1",
+             "--schedule", schedule)
+        _cli("bundle", str(pte), "-o", str(out), "--runs", "1", "-q")
+        return out
+    return make
+
+
+PTE_MODELS = ["tiny_cnn", "digits_cnn", "ds_cnn", "mobilenet_v2_224", "mobilenet_v3_small_224", "small_vit",
+              "lstm_after_conv", "cumsum_island", "cpu_op_at_each_end"]
+
+
+def _pte(fn: str):
+    def make(work: Path) -> Path:
+        pte, out = work / f"{fn}.pte", work / f"{fn}.xtsp"
+        if not pte.is_file():
+            # (CPU fallback is espnn compile's default: what ESP-NN cannot take stays on the CPU.)
+            _cli("compile", f"{MODELS_FILE}:{fn}", "-o", str(pte), "-q", "--verify-samples", "1")
+        _cli("bundle", "--kind", "pte", str(pte), "-o", str(out), "--runs", "1", "--cases", "2", "-q")
+        return out
+    return make
+
+
+SIMD_AND_ANSI = ["esp32s3", "esp32s3-ansi"]
+SUITES = [
+    Suite("op_corpus", ["esp32s3", "esp32s3-ansi", "esp32"], _op_corpus),
+    Suite("negative_control", ["esp32s3"], _negative_control, expect_fail=[NEGATIVE_CASE]),
+    Suite("softmax_rows", ["esp32s3", "esp32"], _softmax_rows),
+    Suite("s3_dispatch", SIMD_AND_ANSI, _dispatch),
+    Suite("ds_cnn_fused", SIMD_AND_ANSI + ["esp32"], _model("ds_cnn", "fused")),
+    Suite("ds_cnn_layer", SIMD_AND_ANSI + ["esp32"], _model("ds_cnn", "layer")),
+    Suite("mobilenet_v2_224", SIMD_AND_ANSI, _model("mobilenet_v2_224", "auto")),
+    Suite("mobilenet_v3_small_224", SIMD_AND_ANSI, _model("mobilenet_v3_small_224", "auto")),
+    Suite("transformer_block", SIMD_AND_ANSI, _model("transformer_block")),
+    Suite("small_vit", SIMD_AND_ANSI, _model("small_vit")),
+    *[Suite(f"pte_{m}", ["esp32s3-pte"], _pte(m), kind="pte") for m in PTE_MODELS],
+]
+
+
+# ------------------------------------------------------------------ git
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def source_state() -> dict:
+    dirty = _git("status", "--porcelain", "--", *DEVICE_CODE)
+    if dirty:
+        raise SystemExit(f"collect: uncommitted changes in the device code; commit them first:\n{dirty}")
+    return {"commit": _git("rev-parse", "HEAD"),
+            "device_code_commit": _git("log", "-1", "--format=%H", "--", *DEVICE_CODE),
+            "commit_date": _git("log", "-1", "--format=%cI")}
+
+
+# ------------------------------------------------------------- builds
+def program_operators(pte: bytes) -> set[str]:
+    """The operators a .pte's methods call (ExecuTorch's own reader), as
+    build-executorch-esp.sh --ops wants them: 'aten::cumsum.out'."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte).program
+    return {f"{op.name}.{op.overload}" if op.overload else op.name
+            for plan in program.execution_plan for op in plan.operators}
+
+
+def _executorch_for(work: Path, ptes: list[Path]) -> Path:
+    """ExecuTorch cross-built for the S3 with the portable kernels of every
+    operator the .pte files run on the CPU (one selective build for all)."""
+    ops = sorted({op for p in ptes for op in program_operators(p.read_bytes())})
+    out = work / "executorch-esp32s3"
+    src = os.environ.get("ESPNN_EXECUTORCH_SRC")
+    if not src:
+        raise SystemExit("collect: ESPNN_EXECUTORCH_SRC is not set (tools/device-toolchain/build.sh's executorch stage)")
+    cmd = ["bash", str(REPO / "scripts/build-executorch-esp.sh"), "--target", "esp32s3", "--executorch-src", src,
+           "--ops", ",".join(ops), "--out", str(out), "--force"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return out
+
+
+def build(spec: BuildSpec, work: Path, executorch: Path | None) -> idf_project.Build:
+    defaults = list(spec.defaults)
+    defines = {}
+    if spec.pte:
+        defaults += [line for line in (REPO / "sdkconfig.defaults.pte").read_text().splitlines()
+                     if line.startswith("CONFIG_")]
+        defines["ESPNN_EXECUTORCH_DIR"] = str(executorch)
+    t0 = time.monotonic()
+    b = idf_project.build(work / spec.label, spec.target, defaults=defaults, defines=defines)
+    ours = idf_project.warnings_in_our_sources(b.log)
+    if ours:
+        raise RuntimeError(f"{spec.label}: compiler warnings in our sources:\n" + "\n".join(ours))
+    print(f"  built {spec.label} in {time.monotonic() - t0:.0f} s", flush=True)
+    return b
+
+
+def build_facts(b: idf_project.Build, spec: BuildSpec) -> dict:
+    sdk = b.sdkconfig()
+    mem = next((k for k in ("ESPNN_MEMORY_RUNTIME_ALLOCATOR", "ESPNN_MEMORY_INTERNAL_FIRST",
+                            "ESPNN_MEMORY_PSRAM_FIRST") if sdk.get(k)), None)
+    return {"target": spec.target, "what": spec.what, "extra_defaults": spec.defaults,
+            "psram": ("octal" if sdk.get("SPIRAM_MODE_OCT") else "quad") if sdk.get("SPIRAM") else None,
+            "espnn_kernels": "ansi" if sdk.get("NN_ANSI_C") else "optimized",
+            "memory_source": mem, "mode": "pte" if sdk.get("ESPNN_RUNNER_MODE_PTE") else "bundle",
+            "flash_size": sdk.get("ESPTOOLPY_FLASHSIZE")}
+
+
+# ---------------------------------------------------------------- runs
+RECORD_FIELDS = ("status", "stage", "msg", "arena", "scratch", "arena_mem", "scratch_mem", "model_mem",
+                 "method_pool", "ops", "runs")
+
+
+def run_suite(suite: Suite, label: str, b: idf_project.Build, path: Path, work: Path) -> list[dict]:
+    t0 = time.monotonic()
+    run, per_case = emulated.run_counted(os.environ["ESPNN_QEMU_ESP"], b.build, path, work, timeout=5400)
+    rows = []
+    for name, rec in run.results.items():
+        counts = per_case.get(name) or []
+        row = {"suite": suite.name, "case": name, "build": label, **{k: rec[k] for k in RECORD_FIELDS if k in rec},
+               "instructions": int(statistics.median(counts)) if counts else None}
+        row["expected"] = "fail" if name in suite.expect_fail else "pass"
+        if suite.name == "s3_dispatch":  # what analysis/s3_dispatch.py says the optimized build runs
+            row["table_kernel"], row["table_simd"] = _dispatch_table()[name]
+        rows.append(row)
+    bad = [r for r in rows if r.get("status") != r["expected"]]
+    print(f"  {suite.name} on {label}: {len(rows)} cases, {len(bad)} unexpected, {time.monotonic() - t0:.0f} s",
+          flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="comma-separated suite names (default: all)")
+    ap.add_argument("--builds", help="comma-separated build labels (default: all)")
+    ap.add_argument("--work", type=Path, help="keep builds and bundles here (default: a temporary directory)")
+    ap.add_argument("--output", type=Path, default=EVIDENCE)
+    args = ap.parse_args(argv)
+    why = idf_project.PREFIX_PROBLEM or idf_project.problem("esp32s3") or idf_project.qemu_problem("esp32s3")
+    if why:
+        raise SystemExit(f"collect: {why}")
+    state = source_state()
+    manifest_path = Path(os.environ["ESPNN_DEVICE_PREFIX"]) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+    only = set(args.only.split(",")) if args.only else None
+    labels = set(args.builds.split(",")) if args.builds else None
+    suites = [s for s in SUITES if only is None or s.name in only]
+    specs = [b for b in BUILDS if (labels is None or b.label in labels) and any(b.label in s.builds for s in suites)]
+    work = args.work or Path(tempfile.mkdtemp(prefix="espnn-evidence-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"collect: work in {work}", flush=True)
+
+    files = {}
+    for s in suites:
+        files[s.name] = s.make(work)
+    executorch = None
+    if any(b.pte for b in specs):
+        ptes = [work / f"{m}.pte" for m in PTE_MODELS if f"pte_{m}" in files]
+        executorch = _executorch_for(work, ptes)
+
+    rows, builds = [], {}
+    t_all = time.monotonic()
+    for spec in specs:
+        b = build(spec, work, executorch)
+        builds[spec.label] = build_facts(b, spec)
+        for s in suites:
+            if spec.label in s.builds:
+                rows += run_suite(s, spec.label, b, files[s.name], work)
+        if args.work is None:
+            shutil.rmtree(b.project, ignore_errors=True)
+
+    previous = json.loads(args.output.read_text()) if args.output.is_file() else {}
+    keep = [r for r in previous.get("cases", [])
+            if not any(r["suite"] == s.name and r["build"] in builds for s in suites)]
+    evidence = {
+        "schema": 1,
+        "emulated": True,
+        "silicon": False,
+        "note": "Espressif's QEMU (no cycle model, caches or wait states): guest instructions, not cycles. "
+                "Nothing here ran on silicon.",
+        **state,
+        "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run_seconds": round(time.monotonic() - t_all),
+        "toolchain": {k: manifest[k] for k in ("sources", "patches", "tool_versions", "files_missing_from_sources",
+                                               "total_seconds", "built_on")} if manifest else None,
+        "builds": {**previous.get("builds", {}), **builds},
+        "cases": keep + rows,
+    }
+    if previous and previous.get("commit") != state["commit"] and keep:
+        evidence["partial_rerun_of"] = previous.get("commit")
+    args.output.write_text(json.dumps(evidence, indent=1) + "\n")
+    bad = [r for r in rows if r.get("status") != r["expected"]]
+    print(f"collect: {len(rows)} results, {len(bad)} unexpected -> {args.output}")
+    for r in bad:
+        print(f"  UNEXPECTED {r['suite']}/{r['case']} on {r['build']}: {r.get('status')} {r.get('stage', '')} "
+              f"{r.get('msg', '')}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
