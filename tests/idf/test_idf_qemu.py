@@ -94,7 +94,8 @@ def test_negative_control_one_flipped_byte_fails(runner, tmp_path):
     assert r.returncode == 1, r.stdout[-3000:]
     run = B.check_run(r.stdout)
     failed = {k: v for k, v in run.results.items() if v.get("status") != "pass"}
-    assert list(failed) == [victim.name] and failed[victim.name]["stage"] == "verify", failed
+    assert list(failed) == [victim.name], failed
+    assert failed[victim.name]["status"] == "mismatch" and failed[victim.name]["stage"] == "verify", failed
     assert len(run.results) == len(cases)
 
 
