@@ -165,18 +165,46 @@ def warnings_in_our_sources(log: str) -> list[str]:
     return [line for line in log.splitlines() if "warning:" in line and any(o in line for o in ours)]
 
 
-def executorch_build(target: str) -> tuple[Path | None, str]:
-    """ExecuTorch cross-built for `target` by scripts/build-executorch-esp.sh
-    (its default output layout: <ESPNN_EXECUTORCH_BUILDS>/<target>), or None
-    and why not."""
+def executorch_build(target: str, ops: list[str] | None = None) -> tuple[Path | None, str]:
+    """ExecuTorch cross-built for `target`, or None and why not.
+
+    ESPNN_EXECUTORCH_BUILDS/<target> (a build of scripts/build-executorch-esp.sh
+    the user made) wins; else, with ESPNN_EXECUTORCH_SRC (the device tool
+    chain's executorch stage) and the portable operators the programs need
+    (`ops`, e.g. ["aten::sin.out"]), a selective build of exactly those is
+    made once and kept under ~/.cache/espnn-executorch."""
     root = os.environ.get("ESPNN_EXECUTORCH_BUILDS")
-    if not root:
-        return None, ("ESPNN_EXECUTORCH_BUILDS is not set (a directory with <target>/ builds of "
-                      "scripts/build-executorch-esp.sh; docs/firmware.md)")
-    out = Path(root) / target
+    if root:
+        out = Path(root) / target
+        if not (out / "lib/cmake/ExecuTorch").is_dir():
+            return None, f"no ExecuTorch build for {target} at {out} (scripts/build-executorch-esp.sh --target {target})"
+        return out, ""
+    src = os.environ.get("ESPNN_EXECUTORCH_SRC")
+    if not src or ops is None:
+        return None, ("neither ESPNN_EXECUTORCH_BUILDS (a directory with <target>/ builds of "
+                      "scripts/build-executorch-esp.sh) nor ESPNN_EXECUTORCH_SRC (tools/device-toolchain) is set; "
+                      "docs/firmware.md")
+    import hashlib
+
+    ops = sorted(set(ops))
+    key = hashlib.sha256(("\n".join([target, src, *ops])).encode()).hexdigest()[:16]
+    out = Path.home() / ".cache/espnn-executorch" / f"{target}-{key}"
     if not (out / "lib/cmake/ExecuTorch").is_dir():
-        return None, f"no ExecuTorch build for {target} at {out} (scripts/build-executorch-esp.sh --target {target})"
+        cmd = ["bash", str(REPO / "scripts/build-executorch-esp.sh"), "--target", target, "--executorch-src", src,
+               "--ops", ",".join(ops), "--out", str(out), "--force"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return out, ""
+
+
+def program_operators(pte: bytes) -> set[str]:
+    """The operators a .pte's methods call (ExecuTorch's own reader), as
+    build-executorch-esp.sh --ops wants them: 'aten::cumsum.out'."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte).program
+    return {f"{op.name}.{op.overload}" if op.overload else op.name
+            for plan in program.execution_plan for op in plan.operators}
 
 
 QEMU_ESP = REPO / "tools/qemu-esp/qemu-esp"

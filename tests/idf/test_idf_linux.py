@@ -76,13 +76,14 @@ def test_linux_app_runs_a_pte_suite_with_cpu_fallback(tmp_path):
     The ExecuTorch build must have selected the suite's CPU operator
     (aten::sin.out): build it with `--suite` of a suite written from
     firmware.pte_models.conv_then_cpu_pte() (docs/firmware.md)."""
-    et, why = idf_project.executorch_build("linux")
-    if et is None:
-        pytest.skip(why)
     from executorch_espnn import pte_suite as S
     from firmware import pte_models
 
-    suite = S.make_suite(pte_models.conv_then_cpu_pte(), cases=3, runs=3, atol=1e-5)
+    pte = pte_models.conv_then_cpu_pte()
+    et, why = idf_project.executorch_build("linux", sorted(idf_project.program_operators(pte)))
+    if et is None:
+        pytest.skip(why)
+    suite = S.make_suite(pte, cases=3, runs=3, atol=1e-5)
     path = tmp_path / "suite.xtsp"
     path.write_bytes(S.write_suite(suite))
     build = idf_project.build(tmp_path, "linux", defaults=["CONFIG_ESPNN_RUNNER_MODE_PTE=y",

@@ -172,11 +172,14 @@ def test_pte_suite_with_cpu_fallback_under_qemu(tmp_path):
     why = _why("esp32s3")
     if why:
         pytest.skip(why)
-    et, why = idf_project.executorch_build("esp32s3")
-    if et is None:
-        pytest.skip(why)
     from executorch_espnn import pte_suite as S
     from firmware import pte_models
+
+    ops = idf_project.program_operators(pte_models.conv_then_cpu_pte())
+    ops |= idf_project.program_operators(pte_models.channels_last_input_pte())
+    et, why = idf_project.executorch_build("esp32s3", sorted(ops))
+    if et is None:
+        pytest.skip(why)
 
     build = idf_project.build(tmp_path, "esp32s3", defaults=["CONFIG_ESPNN_RUNNER_MODE_PTE=y",
                                                              "CONFIG_ESPNN_EXECUTORCH_BACKEND=y",

@@ -207,29 +207,13 @@ def source_state() -> dict:
 
 
 # ------------------------------------------------------------- builds
-def program_operators(pte: bytes) -> set[str]:
-    """The operators a .pte's methods call (ExecuTorch's own reader), as
-    build-executorch-esp.sh --ops wants them: 'aten::cumsum.out'."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    program = deserialize_pte_binary(pte).program
-    return {f"{op.name}.{op.overload}" if op.overload else op.name
-            for plan in program.execution_plan for op in plan.operators}
-
-
-def _executorch_for(work: Path, ptes: list[Path]) -> Path:
+def _executorch_for(ptes: list[Path]) -> Path:
     """ExecuTorch cross-built for the S3 with the portable kernels of every
     operator the .pte files run on the CPU (one selective build for all)."""
-    ops = sorted({op for p in ptes for op in program_operators(p.read_bytes())})
-    out = work / "executorch-esp32s3"
-    src = os.environ.get("ESPNN_EXECUTORCH_SRC")
-    if not src:
-        raise SystemExit("collect: ESPNN_EXECUTORCH_SRC is not set (tools/device-toolchain/build.sh's executorch stage)")
-    cmd = ["bash", str(REPO / "scripts/build-executorch-esp.sh"), "--target", "esp32s3", "--executorch-src", src,
-           "--ops", ",".join(ops), "--out", str(out), "--force"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    ops = sorted({op for p in ptes for op in idf_project.program_operators(p.read_bytes())})
+    out, why = idf_project.executorch_build("esp32s3", ops)
+    if out is None:
+        raise SystemExit(f"collect: {why}")
     return out
 
 
@@ -325,7 +309,7 @@ def main(argv=None) -> int:
     executorch = None
     if any(b.pte for b in specs):
         ptes = [work / f"{m}.pte" for m in PTE_MODELS if f"pte_{m}" in files]  # written next to the suites
-        executorch = _executorch_for(work, ptes)
+        executorch = _executorch_for(ptes)
 
     rows, builds = [], {}
     t_all = time.monotonic()

@@ -302,6 +302,10 @@ build_executorch_src() {
   export_source executorch "$s"
   export_source flatbuffers "$s/third-party/flatbuffers"
   export_source flatcc "$s/third-party/flatcc"
+  # Added by ExecuTorch's CMake whatever is enabled (none is linked into the runner):
+  export_source gflags "$s/third-party/gflags"
+  export_source nlohmann-json "$s/third-party/json"
+  export_source fxdiv "$s/backends/xnnpack/third-party/FXdiv"
 }
 
 # ------------------------------------------------------------------ QEMU
@@ -352,8 +356,8 @@ build_idf() {
     "esp-idf-kconfig~=2.5.0" "idf-component-manager~=2.2"
   mkdir -p "$prefix/idf-tools"
   local v
-  v=$(sed -n 's/^#define ESP_IDF_VERSION_MAJOR \([0-9]*\)/\1/p' "$idf/components/esp_common/include/esp_idf_version.h").$(
-      sed -n 's/^#define ESP_IDF_VERSION_MINOR \([0-9]*\)/\1/p' "$idf/components/esp_common/include/esp_idf_version.h")
+  v=$(sed -n 's/^#define ESP_IDF_VERSION_MAJOR *\([0-9]*\).*/\1/p' "$idf/components/esp_common/include/esp_idf_version.h").$(
+      sed -n 's/^#define ESP_IDF_VERSION_MINOR *\([0-9]*\).*/\1/p' "$idf/components/esp_common/include/esp_idf_version.h")
   "$venv/bin/pip" freeze >"$prefix/idf-tools/espidf.constraints.v$v.txt"
 }
 
