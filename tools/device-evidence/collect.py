@@ -176,6 +176,22 @@ def _pte(fn: str, atol: float):
     return make
 
 
+def _dim_order_refusal(work: Path) -> Path:
+    """A .pte whose input is recorded channels-last, fed straight into the
+    delegate: its one case passes only when Method::execute refuses the input
+    with InvalidArgument (EspNNBackend's dim-order check), on the chip."""
+    sys.path.insert(0, str(REPO / "tests/firmware"))
+    import pte_models
+
+    from executorch_espnn import pte_suite
+
+    suite = pte_models.dim_order_refusal_suite()
+    (work / "dim_order_refusal.pte").write_bytes(suite.pte)
+    out = work / "dim_order_refusal.xtsp"
+    out.write_bytes(pte_suite.write_suite(suite))
+    return out
+
+
 SIMD_AND_ANSI = ["esp32s3", "esp32s3-ansi"]
 SUITES = [
     Suite("op_corpus", ["esp32s3", "esp32s3-ansi", "esp32"], _op_corpus),
@@ -189,6 +205,7 @@ SUITES = [
     Suite("transformer_block", SIMD_AND_ANSI, _model("transformer_block")),
     Suite("small_vit", SIMD_AND_ANSI, _model("small_vit")),
     *[Suite(f"pte_{m}", ["esp32s3-pte"], _pte(m, atol), kind="pte") for m, atol in PTE_MODELS.items()],
+    Suite("pte_dim_order_refusal", ["esp32s3-pte"], _dim_order_refusal, kind="pte"),
 ]
 
 
@@ -246,7 +263,7 @@ def build_facts(b: idf_project.Build, spec: BuildSpec) -> dict:
 
 # ---------------------------------------------------------------- runs
 RECORD_FIELDS = ("status", "stage", "msg", "arena", "scratch", "arena_mem", "scratch_mem", "model_mem",
-                 "method_pool", "ops", "runs")
+                 "method_pool", "ops", "runs", "refused")
 
 
 def run_suite(suite: Suite, label: str, b: idf_project.Build, path: Path, work: Path) -> list[dict]:
@@ -308,7 +325,8 @@ def main(argv=None) -> int:
         return 0
     executorch = None
     if any(b.pte for b in specs):
-        ptes = [work / f"{m}.pte" for m in PTE_MODELS if f"pte_{m}" in files]  # written next to the suites
+        # Each .pte suite writes its program next to it as <suite name without pte_>.pte.
+        ptes = [work / f"{s.name.removeprefix('pte_')}.pte" for s in suites if s.kind == "pte"]
         executorch = _executorch_for(ptes)
 
     rows, builds = [], {}
