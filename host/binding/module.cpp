@@ -265,6 +265,11 @@ void BindFormatConstants(py::module_& m) {
       {"NORM_EPS_FRAC_BITS", kNormEpsFracBits},
       {"NORM_VALUE_FRAC_BITS", kNormValueFracBits},
       {"NORM_BETA_FRAC_BITS", kNormBetaFracBits},
+      {"RECURRENT_GATE_FRAC_BITS", kRecurrentGateFracBits},
+      {"RECURRENT_STATE_FRAC_BITS", kRecurrentStateFracBits},
+      {"RECURRENT_CELL_FRAC_BITS", kRecurrentCellFracBits},
+      {"RECURRENT_TABLE_STEP_BITS", kRecurrentTableStepBits},
+      {"RECURRENT_TABLE_ENTRIES", kRecurrentTableEntries},
   };
   for (const NamedConstant& c : scalars) m.attr(c.name) = c.value;
   // Signed, so not a NamedConstant: LAYER_NORM's gamma_shift bounds.

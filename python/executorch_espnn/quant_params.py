@@ -191,3 +191,63 @@ def layer_norm_params(s_in: float, s_out: float, eps: float, width: int, gamma=N
 def _int32_view(word: int) -> int:
     """The int32 whose bits are the unsigned 32-bit ``word`` (XTS3 parameter words are int32)."""
     return word - (1 << 32) if word & 0x80000000 else word
+
+
+def recurrent_tables() -> tuple[np.ndarray, np.ndarray]:
+    """GRU/LSTM sigmoid and tanh tables (docs/xts3-format.md, GRU and LSTM):
+    int32 [RECURRENT_TABLE_ENTRIES], entry k = round(f(x_k) * 2^15) at the Q3.12
+    input x_k = -8 + k * 2^(RECURRENT_TABLE_STEP_BITS - 12), clamped to the
+    Q0.15 range the kernel accepts. Evaluated with Python's math module (the
+    platform's libm, not a vectorised numpy), so the bytes do not depend on the
+    host's SIMD extensions."""
+    from . import _native
+
+    n, step = _native.RECURRENT_TABLE_ENTRIES, _native.RECURRENT_TABLE_STEP_BITS
+    gate, state = _native.RECURRENT_GATE_FRAC_BITS, _native.RECURRENT_STATE_FRAC_BITS
+    one, top = 1 << state, (1 << state) - 1
+    xs = [(-(1 << 15) + (k << step)) / (1 << gate) for k in range(n)]
+
+    def table(fn, lo):
+        return np.array([min(top, max(lo, _round_half_away(fn(x) * one))) for x in xs], np.int32)
+
+    return table(lambda x: 1.0 / (1.0 + math.exp(-x)), 0), table(math.tanh, -top)
+
+
+def _per_row_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per output row (what torchao's per-channel weight observer gives):
+    (int8 weights, float scale per row); an all-zero row gets scale 1."""
+    w = np.asarray(w, np.float32)
+    amax = np.abs(w).max(axis=1).astype(np.float64)
+    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.round(w / scales[:, None]), -127, 127).astype(np.int8)
+    return q, scales
+
+
+def recurrent_params(w_ih, w_hh, b_ih, b_hh, s_in: float, s_out: float) -> dict:
+    """Constants and parameters of one GRU or LSTM layer (docs/xts3-format.md,
+    GRU and LSTM) from the float weights [G*H, I], [G*H, H] and biases [G*H]
+    (None = no bias). s_in: the input sequence's scale; s_out: the output
+    sequence's, which is also the scale of the hidden state w_hh reads.
+    Weights are quantized per gate row (symmetric int8), biases to int32 in
+    units of the row's scale product, and each row's product requantized to
+    Q3.12 (RECURRENT_GATE_FRAC_BITS) with the conv recipe."""
+    from . import _native
+
+    gate_scale = 2.0 ** -_native.RECURRENT_GATE_FRAC_BITS
+    out = {}
+    for name, w, b, s in (("ih", w_ih, b_ih, s_in), ("hh", w_hh, b_hh, s_out)):
+        q, scales = _per_row_int8(w)
+        bias_scale = np.array([f32(s) * f32(x) for x in scales], np.float64)
+        bias = (np.zeros(q.shape[0], np.int32) if b is None else
+                np.clip(np.round(np.asarray(b, np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32))
+        mult, shift = conv_multipliers(s, scales, gate_scale)
+        if np.any(shift < -31) or np.any(shift > 30):
+            raise ValueError(f"w_{name}: the weight x {'input' if name == 'ih' else 'state'} scale product is "
+                             "outside the requantization range to the gate pre-activations")
+        out.update({f"w_{name}": q, f"bias_{name}": bias, f"mult_{name}": mult, f"shift_{name}": shift})
+    m, e = quantize_multiplier(2.0 ** -_native.RECURRENT_STATE_FRAC_BITS / s_out)
+    if e < -31 or e > 30 or m == 0:
+        raise ValueError(f"output scale {s_out} is outside the requantization range of the hidden state")
+    out["sigmoid"], out["tanh"] = recurrent_tables()
+    out["params"] = {"state_mult": m, "state_shift": e}
+    return out

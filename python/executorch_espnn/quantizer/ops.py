@@ -52,6 +52,8 @@ ADD_MUL = {
 }
 # Products of two activations (both operands observed, per tensor).
 MATMUL = {aten.matmul.default, aten.bmm.default}
+# nn.GRU / nn.LSTM as export keeps them (one op over the whole sequence).
+RECURRENT = {aten.gru.input, aten.lstm.input}
 # other - x: rewritten to sub(other, x) before annotation.
 RSUB = {aten.rsub.Scalar, aten.rsub.Tensor}
 # x / c for a Python number c: rewritten to mul(x, 1 / c) before annotation.

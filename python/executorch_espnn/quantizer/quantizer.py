@@ -43,6 +43,7 @@ from .config import EspNNQuantizationConfig, check_config, get_espnn_quantizatio
 from .conv_linear import add_zero_bias_before_qat_batch_norm, annotate_conv_linear
 from .elementwise import annotate_add_mul, scalars_to_constants
 from .matmul import annotate_matmul
+from .recurrent import annotate_recurrent, rewrite_recurrent
 from .shared import annotate_shared, share_producer_qparams
 
 _DEFAULT = object()
@@ -54,6 +55,7 @@ _ANNOTATORS = (
     annotate_conv_linear,
     annotate_add_mul,
     annotate_matmul,
+    annotate_recurrent,
     annotate_global_average,
     annotate_norm,
     annotate_masked_softmax,
@@ -179,6 +181,7 @@ class EspNNQuantizer(Quantizer):
         check_exported_graph(model, "transform_for_annotation")
         if any(c.is_qat for c in self._configs()):
             model = add_zero_bias_before_qat_batch_norm(model)
+        model = rewrite_recurrent(model, self._resolver())
         return scalars_to_constants(decompose_attention(model))
 
     def annotate(self, model: GraphModule) -> GraphModule:

@@ -147,7 +147,9 @@ constexpr uint16_t kNoTensor = 0xFFFFu;
   X(LAYER_NORM,      25, 2, 4, 4, 1, 1, 0x8)                     \
   X(BAND_LOOP,       26, 2, 0, 0, 0, 1, 0x0)                     \
   X(CHANNEL_LUT,     27, 2, 2, 2, 1, 1, 0x0)                     \
-  X(MASKED_SOFTMAX,  28, 3, 2, 2, 1, 1, 0x0)
+  X(MASKED_SOFTMAX,  28, 3, 2, 2, 1, 1, 0x0)                     \
+  X(GRU,             29, 3, 11, 11, 1, 1, 0x0)                   \
+  X(LSTM,            30, 3, 11, 11, 1, 1, 0x0)
 
 enum class Opcode : uint16_t {
 #define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) name = code,
@@ -268,6 +270,20 @@ constexpr Aliasing OpAliasing(Opcode op) {
 #define ESPNN_XTS3_PARAMS_BATCH_MATMUL(F)                                \
   F(lhs_offset) F(rhs_offset) F(output_offset) F(mult) F(shift)          \
   F(act_min) F(act_max) F(rhs_transposed)
+// GRU and LSTM: one layer of nn.GRU / nn.LSTM (unidirectional, zero initial
+// state) over a whole int8 sequence, input [B, T, I] (batch_first = 1) or
+// [T, B, I] (0), output the int8 hidden sequence [B, T, H] / [T, B, H].
+// Inputs: the sequence; w_ih int8 [G*H, I] and w_hh int8 [G*H, H] (PyTorch's
+// gate order: r, z, n for GRU, G = 3; i, f, g, o for LSTM, G = 4); bias_ih,
+// bias_hh int32 [G*H] (in units of the product of the two scales);
+// mult_ih/shift_ih and mult_hh/shift_hh int32 [G*H], per gate row, to the
+// Q3.12 gate pre-activations; the sigmoid and tanh tables int32
+// [kRecurrentTableEntries] (Q0.15 outputs at Q3.12 inputs -8, -8 + 1/16, ...,
+// 8). The state is int16 (h Q0.15; LSTM's cell Q4.11); state_mult/shift
+// requantize h to the output's int8 (which is also what w_hh reads at the
+// next step). docs/xts3-format.md, GRU and LSTM, has every formula.
+#define ESPNN_XTS3_PARAMS_GRU(F) F(batch_first) F(state_mult) F(state_shift)
+#define ESPNN_XTS3_PARAMS_LSTM(F) ESPNN_XTS3_PARAMS_GRU(F)
 // CHANNEL_LUT: one LUT per index of dimension `axis` (a per-channel function
 // such as prelu with one slope per channel); the table is [dims[axis], 256].
 #define ESPNN_XTS3_PARAMS_CHANNEL_LUT(F) F(axis)
@@ -354,6 +370,17 @@ constexpr uint32_t kNormBetaFracBits = 16;
 // gamma_shift range: G = gamma_mult * 2^(gamma_shift - 31).
 constexpr int32_t kNormMinGammaShift = -24;
 constexpr int32_t kNormMaxGammaShift = 30;
+
+// GRU/LSTM fixed-point formats (docs/xts3-format.md, GRU and LSTM): gate
+// pre-activations Q3.12 (int16, saturated at +-8), gate values and the hidden
+// state Q0.15, LSTM's cell Q4.11 (int16, saturated at +-16). The sigmoid and
+// tanh tables sample Q3.12 every 2^kRecurrentTableStepBits and are
+// interpolated linearly in between.
+constexpr uint32_t kRecurrentGateFracBits = 12;
+constexpr uint32_t kRecurrentStateFracBits = 15;
+constexpr uint32_t kRecurrentCellFracBits = 11;
+constexpr uint32_t kRecurrentTableStepBits = 8;
+constexpr uint32_t kRecurrentTableEntries = (1u << (16 - kRecurrentTableStepBits)) + 1;  // 257
 
 // Fused regions: at most this many ops, and this many distinct arena
 // tensors read or written by them (the runtime keeps per-band state for each

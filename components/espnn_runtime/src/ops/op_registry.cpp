@@ -40,7 +40,9 @@ namespace {
   X(LAYER_NORM, kLayerNormKernel)                       \
   X(BAND_LOOP, kBandLoopKernel)                         \
   X(CHANNEL_LUT, kChannelLutKernel)                     \
-  X(MASKED_SOFTMAX, kMaskedSoftmaxKernel)
+  X(MASKED_SOFTMAX, kMaskedSoftmaxKernel)               \
+  X(GRU, kGruKernel)                                    \
+  X(LSTM, kLstmKernel)
 
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
 

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     pad,
     pooling,
     quantize,
+    recurrent,
     resize,
     shape,
     slicing,

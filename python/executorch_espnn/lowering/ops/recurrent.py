@@ -1,0 +1,111 @@
+"""espnn::gru / espnn::lstm (nn.GRU / nn.LSTM, recurrent_ops.py) -> GRU / LSTM, one op per layer.
+
+Each layer is one XTS3 op that loops over the time steps itself, so the
+payload and the arena do not grow with the sequence length. The float
+weights and biases of the quantized graph are quantized here per gate row
+(quant_params.recurrent_params). Between two layers the sequence is int8 at
+scale 1/128, zero point 0: a hidden state is in (-1, 1) by construction
+(GRU: a convex combination of tanh values and the zero initial state; LSTM:
+o * tanh(c)), so that quantization covers every value it can take without an
+observer. The first layer reads the input's quantization, the last writes the
+output's. An unbatched sequence [T, I] is lowered as [1, T, I].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...quant_params import recurrent_params
+from ...recurrent_ops import gates
+from ..graph import Unsupported, op_name, static_shape
+from ..quant import OutputSpec, QParams, input_qparams, output_spec
+from ..registry import register
+from ..values import CONTIG
+
+# The int8 sequence between two layers: covers (-1, 1).
+INNER = QParams(1.0 / 128.0, 0)
+
+
+@dataclass
+class RecurrentPlan:
+    opcode: str
+    in_q: QParams
+    out: OutputSpec
+    seq_dims: tuple[int, int, int]  # the input as [B, T, I] / [T, B, I]
+    batch_first: bool
+    layers: list[dict]  # quant_params.recurrent_params of each layer
+    layer_q: list[QParams]  # output quantization of each layer
+
+
+def _float_param(node, cc, what: str) -> np.ndarray:
+    if not cc.constants.is_constant(node):
+        raise Unsupported(f"{what} is not a constant")
+    t = cc.constants.tensor(node)
+    if t.dtype != torch.float32:
+        raise Unsupported(f"{what} is {t.dtype}, not float32")
+    return t.detach().numpy().astype(np.float32)
+
+
+def analyze(node, cc) -> RecurrentPlan:
+    x, params, has_biases, num_layers, batch_first = node.args[:5]
+    kind = "GRU" if op_name(node) == "espnn.gru.default" else "LSTM"
+    g = gates(op_name(node))
+    shape = static_shape(x)
+    if len(shape) == 2:  # unbatched [T, I]: one sequence
+        seq_dims, batch_first = (1, shape[0], shape[1]), True
+    elif len(shape) == 3:
+        seq_dims = tuple(shape)
+    else:
+        raise Unsupported(f"{kind} input of rank {len(shape)}")
+    per_layer = 4 if has_biases else 2
+    if len(params) != per_layer * num_layers:
+        raise Unsupported(f"{kind} with {len(params)} weight tensors for {num_layers} layer(s)")
+    in_q = input_qparams(x, node, cc)
+    out = output_spec(node, cc, fuse_activation=False)
+    if not out.qparams.full_range:
+        raise Unsupported(f"{kind} output with a clamped int8 range")
+    layers, layer_q = [], []
+    s_in = in_q.scale
+    for layer in range(num_layers):
+        names = ("w_ih", "w_hh", "b_ih", "b_hh")[:per_layer]
+        ws = {n: _float_param(params[layer * per_layer + k], cc, f"{n}_l{layer}") for k, n in enumerate(names)}
+        hidden = ws["w_hh"].shape[1]
+        if ws["w_hh"].shape != (g * hidden, hidden) or ws["w_ih"].ndim != 2 or ws["w_ih"].shape[0] != g * hidden:
+            raise Unsupported(f"{kind} layer {layer}: weights {ws['w_ih'].shape} / {ws['w_hh'].shape}")
+        q = out.qparams if layer == num_layers - 1 else INNER
+        try:
+            layers.append(recurrent_params(ws["w_ih"], ws["w_hh"], ws.get("b_ih"), ws.get("b_hh"), s_in, q.scale))
+        except ValueError as e:
+            raise Unsupported(f"{kind} layer {layer}: {e}") from e
+        layer_q.append(q)
+        s_in = q.scale
+    if layers[0]["w_ih"].shape[1] != seq_dims[2]:
+        raise Unsupported(f"{kind} input size {seq_dims[2]} != w_ih_l0's {layers[0]['w_ih'].shape[1]}")
+    return RecurrentPlan(kind, in_q, out, seq_dims, bool(batch_first), layers, layer_q)
+
+
+def lower(node, ctx):
+    p = analyze(node, ctx)
+    x = ctx.input(node.args[0], layout=CONTIG)
+    src = ctx.tensor(x, p.seq_dims)
+    tables = None
+    out_shape = static_shape(node)
+    for layer, (c, q) in enumerate(zip(p.layers, p.layer_q)):
+        if tables is None:  # the same two tables serve every layer
+            tables = (ctx.constant(c["sigmoid"]), ctx.constant(c["tanh"]))
+        hidden = c["w_hh"].shape[1]
+        dims = (*p.seq_dims[:2], hidden)
+        last = layer == len(p.layers) - 1
+        # The last layer's tensor is [B, T, H] even for an unbatched [T, H] output.
+        y = ctx.new_value(out_shape if last else dims, q, CONTIG, dims=dims)
+        inputs = [src] + [ctx.constant(np.ascontiguousarray(c[k])) for k in
+                          ("w_ih", "w_hh", "bias_ih", "bias_hh", "mult_ih", "shift_ih", "mult_hh", "shift_hh")]
+        ctx.emit(p.opcode, inputs + list(tables), [y.tensor], batch_first=int(p.batch_first), **c["params"])
+        src = y.tensor
+    ctx.finish(node, p.out, y)
+
+
+register("espnn.gru.default", "espnn.lstm.default", analyze=analyze, lower=lower)
