@@ -238,8 +238,13 @@ def recurrent_params(w_ih, w_hh, b_ih, b_hh, s_in: float, s_out: float) -> dict:
     for name, w, b, s in (("ih", w_ih, b_ih, s_in), ("hh", w_hh, b_hh, s_out)):
         q, scales = _per_row_int8(w)
         bias_scale = np.array([f32(s) * f32(x) for x in scales], np.float64)
-        bias = (np.zeros(q.shape[0], np.int32) if b is None else
-                np.clip(np.round(np.asarray(b, np.float64) / bias_scale), -2**31, 2**31 - 1).astype(np.int32))
+        bias = np.zeros(q.shape[0], np.int32)
+        if b is not None:
+            qb = np.round(np.asarray(b, np.float64) / bias_scale)
+            if np.any(np.abs(qb) > 2**31 - 1):
+                raise ValueError(f"b_{name} does not fit int32 in units of the weight x "
+                                 f"{'input' if name == 'ih' else 'state'} scale product")
+            bias = qb.astype(np.int32)
         mult, shift = conv_multipliers(s, scales, gate_scale)
         if np.any(shift < -31) or np.any(shift > 30):
             raise ValueError(f"w_{name}: the weight x {'input' if name == 'ih' else 'state'} scale product is "

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from .partitioner import EspNNPartitioner
+import logging
+
+from .partitioner import CPU_REASON_KEY, EspNNPartitioner
+
+log = logging.getLogger(__name__)
 
 
 def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = True, compile_config=None):
@@ -17,6 +21,10 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
 
     Before partitioning it runs ``shape_chains.requantize_shape_chains_pass``
     (int8 values that the Edge decomposition split into several shape ops).
+    A recurrent op of EspNNQuantizer's (espnn::gru / espnn::lstm) that the
+    partitioner does not take has no CPU kernel: the program is then lowered
+    again with those ops turned back into PyTorch's (recurrent_ops.py), which
+    ExecuTorch decomposes into portable ops; a warning names each one and why.
     Returns the EdgeProgramManager; call ``.to_executorch()`` on it, and
     ``delegation_report(manager)`` to see what was delegated.
     """
@@ -37,7 +45,22 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
         raise TypeError(f"to_espnn_edge takes an ExportedProgram or a non-empty dict of them, got "
                         f"{type(programs).__name__}; export the quantized module first: "
                         "torch.export.export(convert_pt2e(m), example_inputs)")
+    from ..recurrent_ops import RECURRENT_OPS, decompose_recurrent
     from .shape_chains import requantize_shape_chains_pass
 
-    return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config,
-                                       transform_passes=[requantize_shape_chains_pass])
+    def lower(programs, partitioner):
+        return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config,
+                                           transform_passes=[requantize_shape_chains_pass])
+
+    manager = lower(programs, partitioner)
+    left = [(name, n) for name in manager.methods for n in manager.exported_program(name).graph.nodes
+            if n.op == "call_function" and getattr(n.target, "_op", n.target) in RECURRENT_OPS
+            or str(n.target).startswith(("espnn.gru", "espnn.lstm"))]
+    if not left:
+        return manager
+    for name, n in left:
+        log.warning("%s: %s stays on the CPU as PyTorch's decomposition: %s", name, n.name,
+                    n.meta.get(CPU_REASON_KEY, "not delegated"))
+    if isinstance(programs, ExportedProgram):
+        return lower(decompose_recurrent(programs), make())
+    return lower({name: decompose_recurrent(ep) for name, ep in programs.items()}, {name: make() for name in programs})
