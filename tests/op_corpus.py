@@ -137,6 +137,34 @@ def _masked_softmax() -> bytes:
     return w.to_bytes()
 
 
+def _recurrent() -> bytes:
+    """A GRU (batch first, 2 sequences of 9 steps) into an LSTM that reads the sequence time
+    first (the same bytes as [9, 2, H]), with weights large enough to saturate some gates."""
+    rng = np.random.default_rng(29)
+    w = Xts3Writer()
+    x = w.tensor([2, 9, 5], scale=S, zero_point=Z)
+    cur, s_in, zp_in = x, S, Z
+    for op, dims, hidden, batch_first in (("GRU", [2, 9, 12], 12, 1), ("LSTM", [9, 2, 7], 7, 0)):
+        g = 3 if op == "GRU" else 4
+        i = 5 if op == "GRU" else 12
+        c = qp.recurrent_params(rng.normal(0, 1.5, (g * hidden, i)).astype(np.float32),
+                                rng.normal(0, 1.5, (g * hidden, hidden)).astype(np.float32),
+                                rng.normal(0, 0.5, g * hidden).astype(np.float32),
+                                rng.normal(0, 0.5, g * hidden).astype(np.float32), s_in, 1 / 128)
+        if op == "LSTM":  # the GRU's [2, 9, 12] output read as a time-first [9, 2, 12] sequence
+            view = w.tensor([9, 2, 12], scale=s_in, zero_point=zp_in)
+            w.op("RESHAPE", [cur], [view])
+            cur = view
+        out = w.tensor(dims, scale=1 / 128, zero_point=-2)
+        w.op(op, [cur] + [w.constant(np.ascontiguousarray(c[k])) for k in
+                          ("w_ih", "w_hh", "bias_ih", "bias_hh", "mult_ih", "shift_ih", "mult_hh", "shift_hh",
+                           "sigmoid", "tanh")], [out], batch_first=batch_first, **c["params"])
+        cur, s_in, zp_in = out, 1 / 128, -2
+    w.set_inputs([x])
+    w.set_outputs([cur])
+    return w.to_bytes()
+
+
 def _attention_matmuls() -> bytes:
     """BATCH_MATMUL (format version 2) on both rhs layouts: scores = x @ x^T reads x's
     rows as the FC filter in place; scores @ v transposes a broadcast constant v per
@@ -255,6 +283,7 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "per_channel_tables", _per_channel_tables()
     yield "one_d_pools", _one_d()
     yield "masked_softmax", _masked_softmax()
+    yield "recurrent", _recurrent()
     for i, (shape, rms, affine) in enumerate([((3, 1), False, 2), ((2, 2, 7), True, 1), ((4, 64), False, 0),
                                               ((1, 2, 1, 257), False, 2), ((5, 33), True, 0)]):
         yield f"norm_random{i}", _random_norm(100 + i, shape, rms, affine)

@@ -1,7 +1,7 @@
 """Multiply-accumulates per op, from the tensor shapes the parser read.
 
 Only ops built on a dot product count (conv, depthwise, fully connected,
-transposed conv, batch matmul); elementwise, pooling and data movement have no MACs in
+transposed conv, batch matmul, the gate products of GRU and LSTM); elementwise, pooling and data movement have no MACs in
 the usual sense (they are listed with 0).
 """
 
@@ -38,4 +38,11 @@ def op_macs(summary: dict, op: dict) -> int:
         n, h, w, _ = t[op["inputs"][0]]["shape"]
         cout, kh, kw, cg = t[op["inputs"][1]]["shape"]
         return n * h * w * kh * kw * cout * cg
+    if name in ("GRU", "LSTM"):
+        # every time step of every sequence: G*H gate rows of I (w_ih) and H (w_hh) products
+        # (the first step's w_hh products are skipped, the state being zero: counted anyway)
+        b, steps, _ = t[op["inputs"][0]]["shape"]
+        rows, in_size = t[op["inputs"][1]]["shape"]
+        hidden = t[op["inputs"][2]]["shape"][1]
+        return b * steps * rows * (in_size + hidden)
     return 0
