@@ -257,9 +257,9 @@ RULES: dict[str, Callable[[dict, dict], S3Path]] = {
     "TRANSPOSE_CONV2D": _scalar("interpreter transposed conv", "§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it"),
     "LAYER_NORM": _scalar("interpreter layer norm", "§1.4: ESP-NN has no normalisation function; the interpreter computes it "
                           "in integer C (two passes per row)"),
-    "GRU": _scalar("interpreter GRU", "ESP-NN's FC writes int8 only and the gates need int16 pre-activations: "
+    "GRU": _scalar("interpreter GRU", "§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: "
                    "the interpreter's int32 dot products (C)"),
-    "LSTM": _scalar("interpreter LSTM", "ESP-NN's FC writes int8 only and the gates need int16 pre-activations: "
+    "LSTM": _scalar("interpreter LSTM", "§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: "
                     "the interpreter's int32 dot products (C)"),
 }
 
