@@ -166,6 +166,23 @@ def test_close_to_pytorch_in_float(kind, module):
     assert (diff == 0).mean() > 0.6
 
 
+@pytest.mark.parametrize("kind", ["GRU", "LSTM"])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_last_step_output_is_the_sequences_last_step(kind, batch_first):
+    """An output with a time dim of 1 holds y_{T-1} of every sequence, byte for byte."""
+    rng = np.random.default_rng(17)
+    s_in, s_out = 0.05, 1 / 128
+    _, c = make_layer(kind, rng, 6, 20, s_in, s_out, 0.8)
+    shape = (3, 11, 6) if batch_first else (11, 3, 6)
+    x = rng.integers(-128, 128, shape, dtype=np.int8)
+    whole = run_layer(kind, x, c, s_in, 4, s_out, -5, batch_first)
+    last_shape = (3, 1, 20) if batch_first else (1, 3, 20)
+    got = run_op(kind, op_inputs(x, c, s_in, 4), Out(last_shape, "INT8", s_out, -5),
+                 **dict(c["params"], batch_first=int(batch_first)))
+    want = whole[:, -1:] if batch_first else whole[-1:]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_payload_does_not_grow_with_the_sequence():
     """One record loops over the steps: 49 and 98 frames give blobs of the same size."""
     rng = np.random.default_rng(3)
@@ -207,6 +224,8 @@ def test_a_well_formed_record_parses():
     (None, {"batch_first": 2}, None, "batch_first"),
     (None, {"state_shift": 40}, None, "state_shift"),
     (None, {}, (1, 4, 6), "does not match"),
+    (None, {}, (1, 2, 6), "does not match"),
+    (None, {}, (2, 5, 6), "does not match"),
     (None, {}, (1, 5, 7), "w_ih is [18, 4], expected [21, 4]"),
 ])
 def test_malformed_records_are_refused(mutate, params, out_shape, fragment):

@@ -14,6 +14,9 @@
 //         c = f * c + i * g (Q4.11)           h = o * tanh(c)
 //   y_t = clamp(MBQM(h, state_mult, state_shift) + y_zp)
 //
+// The output is the whole sequence, or (a time dim of 1) its last step only,
+// which is what a classifier on y[:, -1] reads: then the arena holds one step.
+//
 // h is kept in Q0.15 between steps (int16: an int8 state would lose a
 // rounding step per time step, which adds up over a sequence, as TFLite
 // Micro's integer LSTM keeps its cell in int16 for the same reason); what
@@ -86,8 +89,11 @@ Status ValidateRecurrent(const Model& m, const OpInfo& op, uint32_t gates) {
   const auto p = op.Params<GRU_Params>();
   ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.batch_first, "batch_first", 0, 1));
   const Geometry g = GeometryOf(in, out, p.batch_first);
-  if (out.dims[0] != in.dims[0] || out.dims[1] != in.dims[1])
-    return ops::Fail("output [%u, %u, H] does not match the input's [%u, %u, I]",
+  // The whole output sequence, or (a time dim of 1) its last step alone.
+  const uint32_t out_batch = g.batch_first ? out.dims[0] : out.dims[1];
+  const uint32_t out_steps = g.batch_first ? out.dims[1] : out.dims[0];
+  if (out_batch != g.batch || (out_steps != g.steps && out_steps != 1))
+    return ops::Fail("output [%u, %u, H] does not match the input's [%u, %u, I] (or its last step)",
                      (unsigned)out.dims[0], (unsigned)out.dims[1], (unsigned)in.dims[0],
                      (unsigned)in.dims[1]);
   if (g.hidden > kMaxKernelDim / gates || g.in_size > kMaxKernelDim)
@@ -122,10 +128,12 @@ Status ValidateGru(const Model& m, const OpInfo& op) { return ValidateRecurrent(
 Status ValidateLstm(const Model& m, const OpInfo& op) { return ValidateRecurrent(m, op, 4); }
 
 // Scratch: the two gate pre-activation vectors and the int16 state (h, and
-// the cell for LSTM).
+// the cell for LSTM), then the int8 hidden state w_hh reads (the output step
+// just written; kept here so that an op that writes only the last step needs
+// no arena per step).
 uint32_t ScratchOf(const Model& m, const OpInfo& op, uint32_t gates, uint32_t states) {
   const uint32_t h = ops::OutputTensor(m, op, 0).dims[2];
-  return (2 * gates + states) * h * (uint32_t)sizeof(int16_t);
+  return (2 * gates + states) * h * (uint32_t)sizeof(int16_t) + h;
 }
 uint32_t GruScratch(const Model& m, const OpInfo& op) { return ScratchOf(m, op, 3, 1); }
 uint32_t LstmScratch(const Model& m, const OpInfo& op) { return ScratchOf(m, op, 4, 2); }
@@ -179,6 +187,8 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
   int16_t* gh = gx + rows;
   int16_t* h = gh + rows;
   int16_t* c = h + H;  // LSTM only
+  int8_t* h8 = (int8_t*)(c + (kLstm ? H : 0));
+  const bool whole_sequence = (g.batch_first ? out.dims[1] : out.dims[0]) == g.steps;
   const int32_t x_offset = -in.zero_point, y_zp = out.zero_point, y_offset = -out.zero_point;
 
   for (uint32_t b = 0; b < g.batch; ++b) {
@@ -187,8 +197,7 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
       for (uint32_t j = 0; j < H; ++j) c[j] = 0;
     for (uint32_t t = 0; t < g.steps; ++t) {
       const int8_t* xt = x + (size_t)g.row(b, t) * g.in_size;
-      const int8_t* prev = t == 0 ? nullptr : y + (size_t)g.row(b, t - 1) * H;
-      int8_t* yt = y + (size_t)g.row(b, t) * H;
+      const int8_t* prev = t == 0 ? nullptr : h8;
       GatePreactivations(wih, bih, mih, sih, xt, x_offset, rows, g.in_size, gx);
       GatePreactivations(whh, bhh, mhh, shh, prev, y_offset, rows, H, gh);
       for (uint32_t j = 0; j < H; ++j) {
@@ -216,8 +225,14 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
           hj = RoundShift((kQ15One - zg) * n + zg * h[j], kRecurrentStateFracBits);
         }
         h[j] = (int16_t)hj;
-        yt[j] = (int8_t)ops::Clamp(ops::MBQM(hj, p.state_mult, p.state_shift) + y_zp, -128, 127);
+        // gh is complete, so h8 (this step's w_hh input) may be overwritten now.
+        h8[j] = (int8_t)ops::Clamp(ops::MBQM(hj, p.state_mult, p.state_shift) + y_zp, -128, 127);
       }
+      // The last-step form has one output row per sequence: row b in either layout.
+      if (whole_sequence)
+        memcpy(y + (size_t)g.row(b, t) * H, h8, H);
+      else if (t + 1 == g.steps)
+        memcpy(y + (size_t)b * H, h8, H);
     }
   }
   return Status::Ok();

@@ -9,6 +9,11 @@ scale 1/128, zero point 0: a hidden state is in (-1, 1) by construction
 o * tanh(c)), so that quantization covers every value it can take without an
 observer. The first layer reads the input's quantization, the last writes the
 output's. An unbatched sequence [T, I] is lowered as [1, T, I].
+
+When the only reader of the output sequence is a select of its last time step
+(``y[:, -1]``, ``y[-1]``, or h_n as the quantizer spells it), the last layer
+writes that step alone (the op's time dim of 1): the arena then holds one step
+instead of the sequence, and the select is lowered with it.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ import torch
 
 from ...quant_params import recurrent_params
 from ...recurrent_ops import gates
-from ..graph import Unsupported, op_name, static_shape
-from ..quant import OutputSpec, QParams, input_qparams, output_spec
+from ..graph import Unsupported, op_name, single_user, static_shape
+from ..quant import OutputSpec, QParams, input_qparams, is_dq, output_spec
 from ..registry import register
 from ..values import CONTIG
 
@@ -87,8 +92,26 @@ def analyze(node, cc) -> RecurrentPlan:
     return RecurrentPlan(kind, in_q, out, seq_dims, bool(batch_first), layers, layer_q)
 
 
+def _last_step_reader(node, p: RecurrentPlan, ctx):
+    """The select of the output's last time step that alone reads `node`'s int8
+    output (through its q/dq pair) in this partition, else None."""
+    dq = single_user(p.out.q_node)
+    sel = single_user(dq) if dq is not None and is_dq(dq) else None
+    if sel is None or op_name(sel) not in ("aten.select.int", "aten.select_copy.int") or sel not in ctx.subgraph:
+        return None
+    if dq not in ctx.subgraph or p.out.absorbed or len(static_shape(node)) != 3:
+        return None
+    time = 1 if p.batch_first else 0
+    steps = p.seq_dims[time]
+    dim, index = sel.args[1], sel.args[2]
+    if not isinstance(dim, int) or not isinstance(index, int) or dim % 3 != time or index % steps != steps - 1:
+        return None
+    return sel
+
+
 def lower(node, ctx):
     p = analyze(node, ctx)
+    last_step = _last_step_reader(node, p, ctx)
     x = ctx.input(node.args[0], layout=CONTIG)
     src = ctx.tensor(x, p.seq_dims)
     tables = None
@@ -99,13 +122,22 @@ def lower(node, ctx):
         hidden = c["w_hh"].shape[1]
         dims = (*p.seq_dims[:2], hidden)
         last = layer == len(p.layers) - 1
-        # The last layer's tensor is [B, T, H] even for an unbatched [T, H] output.
-        y = ctx.new_value(out_shape if last else dims, q, CONTIG, dims=dims)
+        if last and last_step is not None:  # one step: [B, 1, H] / [1, B, H]
+            dims = (p.seq_dims[0], 1, hidden) if p.batch_first else (1, p.seq_dims[1], hidden)
+            y = ctx.new_value(static_shape(last_step), q, CONTIG, dims=dims)
+        else:
+            # The last layer's tensor is [B, T, H] even for an unbatched [T, H] output.
+            y = ctx.new_value(out_shape if last else dims, q, CONTIG, dims=dims)
         inputs = [src] + [ctx.constant(np.ascontiguousarray(c[k])) for k in
                           ("w_ih", "w_hh", "bias_ih", "bias_hh", "mult_ih", "shift_ih", "mult_hh", "shift_hh")]
         ctx.emit(p.opcode, inputs + list(tables), [y.tensor], batch_first=int(p.batch_first), **c["params"])
         src = y.tensor
     ctx.finish(node, p.out, y)
+    if last_step is not None:  # the select is this op's last step: lowered here
+        dq = single_user(p.out.q_node)
+        spec = output_spec(last_step, ctx, fuse_activation=False)
+        ctx.finish(last_step, spec, ctx.requantize(y, spec.qparams))
+        ctx.done.update({dq, last_step})
 
 
 register("espnn.gru.default", "espnn.lstm.default", analyze=analyze, lower=lower)
