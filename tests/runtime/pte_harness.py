@@ -39,3 +39,25 @@ def quantize_and_lower(build, shape, calibration_batches: int = 8):
     gen = torch.Generator().manual_seed(1)
     q = quantize(model, example, [(torch.randn(shape, generator=gen),) for _ in range(calibration_batches)])
     return q, lower(q, example), gen
+
+
+def deviation(quantized, pte, make_input, runs: int):
+    """(largest deviation in output steps, share of exact elements) of a .pte against its
+    convert_pt2e model over `runs` inputs from `make_input(generator)` (seed 2), every output."""
+    from executorch_espnn import runtime
+
+    program = runtime.load_program(pte)
+    scales = output_scales(quantized)
+    worst, exact, total = 0.0, 0, 0
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(runs):
+        x = make_input(gen)
+        got = runtime.run_pte(None, [x], program=program)
+        with torch.no_grad():
+            want = quantized(x)
+        for g, w, s in zip(got, want if isinstance(want, (tuple, list)) else [want], scales):
+            steps = (g - w).abs() / (s if s else 1.0)
+            worst = max(worst, float(steps.max()))
+            exact += int((steps < 0.5).sum())
+            total += steps.numel()
+    return worst, exact / total

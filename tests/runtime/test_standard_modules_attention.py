@@ -20,7 +20,7 @@ from torch import nn
 
 from executorch_espnn import output_scales, runtime
 from executorch_espnn.partition.report import delegation_report, pte_report
-from pte_harness import quantize_and_lower
+from pte_harness import deviation, quantize_and_lower
 
 ACCURACY_LSB = 3.0
 D, HEADS, T = 64, 4, 16
@@ -121,25 +121,6 @@ def _lower(build, shape):
     return q, report, edge.to_executorch().buffer
 
 
-def _deviation(q, pte, shape, runs=20):
-    """(largest deviation in output steps, share of exact elements) of the .pte vs convert_pt2e."""
-    program = runtime.load_program(pte)
-    scales = output_scales(q)
-    worst, exact, total = 0.0, 0, 0
-    gen = torch.Generator().manual_seed(2)
-    for _ in range(runs):
-        x = torch.randn(shape, generator=gen)
-        got = runtime.run_pte(None, [x], program=program)
-        with torch.no_grad():
-            want = q(x)
-        for g, w, s in zip(got, want if isinstance(want, (tuple, list)) else [want], scales):
-            steps = (g - w).abs() / (s if s else 1.0)
-            worst = max(worst, float(steps.max()))
-            exact += int((steps < 0.5).sum())
-            total += steps.numel()
-    return worst, exact / total
-
-
 @pytest.fixture(scope="module", params=sorted(DELEGATED))
 def delegated(request):
     build, shape = DELEGATED[request.param]
@@ -156,7 +137,7 @@ def test_attention_is_one_delegate_with_nothing_on_the_cpu(delegated):
 
 def test_attention_matches_convert_pt2e_within_the_bar(delegated):
     name, shape, q, _, pte = delegated
-    worst, exact = _deviation(q, pte, shape)
+    worst, exact = deviation(q, pte, lambda g: torch.randn(shape, generator=g), runs=20)
     assert worst <= ACCURACY_LSB + 1e-3, f"{name}: {worst:.2f} LSB"
     assert exact > 0.5, f"{name}: only {100 * exact:.0f}% of elements exact"
 

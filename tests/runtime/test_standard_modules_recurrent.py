@@ -17,7 +17,7 @@ from torch import nn
 
 from executorch_espnn import output_scales, runtime
 from executorch_espnn.partition.report import delegation_report, pte_report
-from pte_harness import delegates, quantize_and_lower
+from pte_harness import delegates, deviation, quantize_and_lower
 
 ACCURACY_LSB = 3.0
 
@@ -90,29 +90,6 @@ def _lower(build, shape):
     return q, report, payloads, edge.to_executorch()
 
 
-def _deviation(q, pte, shape, runs=10):
-    program = runtime.load_program(pte)
-    scale = output_scales(q)[0]
-    worst, exact, total = 0.0, 0, 0
-    gen = torch.Generator().manual_seed(2)
-    for _ in range(runs):
-        x = torch.randn(shape, generator=gen)
-        got = runtime.run_pte(None, [x], program=program)[0]
-        with torch.no_grad():
-            want = q(x)
-        steps = (got - want).abs() / scale
-        worst = max(worst, float(steps.max()))
-        exact += int((steps < 0.5).sum())
-        total += steps.numel()
-    return worst, exact / total
-
-
-def _planned_bytes(et_manager) -> int:
-    """The activation memory ExecuTorch plans for the program (all its non-constant buffers)."""
-    plan = et_manager.executorch_program.execution_plan[0]
-    return int(sum(plan.non_const_buffer_sizes))
-
-
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def lowered(request):
     build, shape = MODELS[request.param]
@@ -131,7 +108,7 @@ def test_recurrent_model_is_one_delegate_with_nothing_on_the_cpu(lowered):
 
 def test_recurrent_model_matches_convert_pt2e_within_the_bar(lowered):
     name, shape, q, _, _, et = lowered
-    worst, exact = _deviation(q, et.buffer, shape)
+    worst, exact = deviation(q, et.buffer, lambda g: torch.randn(shape, generator=g), runs=10)
     assert worst <= ACCURACY_LSB + 1e-3, f"{name}: {worst:.2f} LSB"
     assert exact > 0.5, f"{name}: only {100 * exact:.0f}% of elements exact"
 
@@ -147,7 +124,7 @@ def test_kws_payload_and_memory_do_not_grow_with_the_sequence():
         assert len(payloads) == 1 and report.cpu_ops == []
         sizes.append(len(payloads[0]))
         arenas.append(report.partitions[0].payload.arena_bytes)
-        planned.append(_planned_bytes(et))
+        planned.append(pte_report(et.buffer).methods["forward"].planned_memory_bytes)
     assert sizes[0] == sizes[1], sizes
     assert arenas[1] - arenas[0] <= 49 * 10 + 16, arenas  # the int8 input, 16-byte aligned
     assert max(arenas) < 2 * 1024, arenas
