@@ -246,6 +246,17 @@ def _other_cases(rng):
         "LAYER_NORM", [Input(_rand(rng, (64, 64)), S, 0), Const(ln["gamma_mult"]), Const(ln["gamma_shift"]),
                        Const(ln["beta"])],
         [Out((64, 64), "INT8", 0.02, 0)], act_min=-128, act_max=127, **ln["params"])
+    # GRU / LSTM: one layer over 16 steps of 16 features, hidden 16 (24.6 K / 32.8 K MACs).
+    for op, g in (("GRU", 3), ("LSTM", 4)):
+        rc = qp.recurrent_params(rng.normal(0, 0.5, (g * 16, 16)).astype(np.float32),
+                                 rng.normal(0, 0.5, (g * 16, 16)).astype(np.float32),
+                                 rng.normal(0, 0.2, g * 16).astype(np.float32),
+                                 rng.normal(0, 0.2, g * 16).astype(np.float32), S, 1 / 128)
+        c[op.lower()] = build_op(
+            op, [Input(_rand(rng, (1, 16, 16)), S, 0)] + [Const(np.ascontiguousarray(rc[k])) for k in (
+                "w_ih", "w_hh", "bias_ih", "bias_hh", "mult_ih", "shift_ih", "mult_hh", "shift_hh", "sigmoid",
+                "tanh")],
+            [Out((1, 16, 16), "INT8", 1 / 128, 0)], batch_first=1, **rc["params"])
     # An op with no RULES entry (s3_path's "interpreter" fallback): a LUT, the control case
     # whose two builds must execute the same code.
     table = np.arange(256, dtype=np.uint8).view(np.int8)[::-1].copy()

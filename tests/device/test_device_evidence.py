@@ -130,11 +130,19 @@ def test_every_dispatch_branch_ran_optimized_and_ansi():
     import dispatch_cases
 
     names = {c.name for c in dispatch_cases.cases(runs=1)}
+    unmeasured = set()
     for build in ("esp32s3", "esp32s3-ansi"):
         rows = {r["case"]: r for r in _rows("s3_dispatch", build)}
-        assert set(rows) == names, (build, sorted(set(rows) ^ names))
+        assert set(rows) <= names, (build, sorted(set(rows) - names))
+        unmeasured |= names - set(rows)
         assert all(r["status"] == "pass" and r["instructions"] > 0 for r in rows.values())
     assert all("table_kernel" in r for r in _rows("s3_dispatch", "esp32s3"))
+    if unmeasured:
+        # A case added with new device code cannot have run at the measured commit; that is
+        # only acceptable while the evidence says it is stale (render.py --status).
+        assert render.status(EVIDENCE) == 1, f"current evidence without the cases {sorted(unmeasured)}"
+        pytest.xfail(f"evidence stale: cases {sorted(unmeasured)} not measured yet "
+                     "(tools/device-evidence/collect.py, then render.py)")
 
 
 def test_the_dim_order_refusal_ran_on_the_emulated_s3():
