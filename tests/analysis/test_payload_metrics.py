@@ -16,7 +16,7 @@ S, Z = 0.05, 0
 
 
 def conv_graph(op="CONV2D", in_shape=(1, 8, 8, 16), out_shape=(1, 8, 8, 16), k=(3, 3), pads=(1, 1),
-               strides=(1, 1), dil=(1, 1), groups=1, ch_mult=1) -> bytes:
+               strides=(1, 1), dil=(1, 1), groups=1, ch_mult=1, input_offset=0) -> bytes:
     w = Xts3Writer()
     x = w.tensor(in_shape, scale=S, zero_point=Z)
     y = w.tensor(out_shape, scale=S, zero_point=Z)
@@ -30,7 +30,7 @@ def conv_graph(op="CONV2D", in_shape=(1, 8, 8, 16), out_shape=(1, 8, 8, 16), k=(
     mult, shift = qp.conv_multipliers(S, np.full(cout, 0.01, np.float32), S)
     w.op(op, [x, w.constant(filt), None, w.constant(mult), w.constant(shift)], [y], stride_h=strides[0],
          stride_w=strides[1], pad_top=pads[0], pad_left=pads[1], dilation_h=dil[0], dilation_w=dil[1],
-         input_offset=0, output_offset=0, act_min=-128, act_max=127, **extra)
+         input_offset=input_offset, output_offset=0, act_min=-128, act_max=127, **extra)
     w.set_inputs([x])
     w.set_outputs([y])
     return w.to_bytes()
@@ -140,6 +140,24 @@ def test_depthwise_scratch_defect_goes_to_ansi():
     row = only_op(conv_graph("DEPTHWISE_CONV2D", (1, 8, 8, 16), (1, 8, 7, 16), pads=(1, 0)))
     assert not row.s3_simd and "scratch defect" in row.reason
     assert only_op(conv_graph("DEPTHWISE_CONV2D", (1, 8, 8, 8), (1, 8, 7, 8), pads=(1, 0))).s3_simd
+
+
+@pytest.mark.parametrize("in_hw, k, pads, out_hw, offset, simd", [
+    ((14, 14), (5, 5), (2, 2), (14, 14), 112, False),  # MobileNetV3-Small-224's 14x14x240 layers
+    ((28, 28), (5, 5), (2, 2), (14, 14), 112, False),  # stride 2; bottom row past the image too
+    ((14, 14), (5, 5), (0, 2), (10, 14), 112, True),   # every window inside the image vertically
+    ((14, 14), (5, 5), (2, 2), (14, 14), 0, True),     # the filled rows are right when the offset is 0
+    ((8, 8), (5, 5), (2, 2), (8, 8), 112, True),       # 2*(filter+input) <= 48 KiB: not tiled
+    ((14, 14), (3, 3), (1, 1), (14, 14), 112, True),   # 3x3 takes the s8 paths
+])
+def test_depthwise_tiled_padding_defect_goes_to_ansi(in_hw, k, pads, out_hw, offset, simd):
+    # ESP-NN 1.2.3's S3 row-tiled s16 mult1 depthwise (ch_mult 1, ch % 8 == 0, not 3x3,
+    # 2*(filter+input) > 48 KiB) fills rows above/below the image with input_offset.
+    strides = (2, 2) if out_hw[1] * 2 == in_hw[1] else (1, 1)
+    row = only_op(conv_graph("DEPTHWISE_CONV2D", (1, *in_hw, 240), (1, *out_hw, 240), k=k, pads=pads,
+                             strides=strides, input_offset=offset))
+    assert row.s3_simd is simd, row
+    assert simd or "tiled-padding defect" in row.reason
 
 
 @pytest.mark.parametrize("ch, simd", [(8, True), (4, True), (6, False)])

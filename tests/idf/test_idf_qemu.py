@@ -163,6 +163,47 @@ def test_softmax_rows_not_multiple_of_16_bit_exact(runner, tmp_path):
     _passed(run, [c.name for c in cases])
 
 
+def depthwise_tiled_padding_cases() -> list[B.BundleCase]:
+    """DEPTHWISE_CONV2D at MobileNetV3-Small-224's 5x5 shapes, with the
+    input zero point its hard-swish outputs have (-112). ESP-NN 1.2.3's S3
+    depthwise takes these (ch_mult 1, C % 8 == 0, not 3x3, int16 copies of
+    filter and input > 48 KiB) through its row-tiled s16 mult1 path, which
+    fills the rows above and below the image with input_offset instead of
+    skipping those taps: the top and bottom output rows come out wrong
+    unless the runtime sends them to ANSI (depthwise_conv.cpp)."""
+    import numpy as np
+    from graph_util import Const, Input, Out, build_op
+
+    from executorch_espnn import quant_params as qp
+
+    rng = np.random.default_rng(5)
+    cases = []
+    # (H, W, C, stride): 14x14x240 (two layers of the network), 28x28x96 at
+    # stride 2 (one row past the bottom), 7x7x576 (windows outside at both ends).
+    for h, w, c, stride in ((14, 14, 240, 1), (28, 28, 96, 2), (7, 7, 576, 1)):
+        oh, ow = (h - 1) // stride + 1, (w - 1) // stride + 1
+        mult, shift = qp.conv_multipliers(0.05, np.full(c, 0.02, np.float32), 0.05)
+        blob, feeds = build_op(
+            "DEPTHWISE_CONV2D",
+            [Input(rng.integers(-128, 128, (1, h, w, c)).astype(np.int8), 0.05, -112),
+             Const(rng.integers(-127, 128, (1, 5, 5, c)).astype(np.int8)),
+             Const(rng.integers(-500, 500, c).astype(np.int32)), Const(mult), Const(shift)],
+            [Out((1, oh, ow, c), "INT8", 0.05, 0)],
+            stride_h=stride, stride_w=stride, pad_top=2, pad_left=2, dilation_h=1, dilation_w=1, ch_mult=1,
+            input_offset=112, output_offset=0, act_min=-128, act_max=127)
+        cases.append(B.make_case(f"dw5x5_{h}x{w}x{c}_s{stride}", blob, feeds, runs=1))
+    return cases
+
+
+def test_depthwise_5x5_with_padding_rows_bit_exact(runner, tmp_path):
+    target, build = runner
+    if target != "esp32s3":
+        pytest.skip("the ESP-NN path under test is the ESP32-S3's (the ESP32 build runs generic C)")
+    cases = depthwise_tiled_padding_cases()
+    run = _run(build, cases, tmp_path)
+    _passed(run, [c.name for c in cases])
+
+
 def test_pte_suite_with_cpu_fallback_under_qemu(tmp_path):
     """.pte mode on the emulated ESP32-S3: ExecuTorch cross-built by
     scripts/build-executorch-esp.sh (ESPNN_EXECUTORCH_BUILDS/esp32s3, built

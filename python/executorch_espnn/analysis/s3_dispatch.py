@@ -8,8 +8,8 @@ docstring quotes the dispatch rule it implements. Sources:
 * this runtime's own routing around those defects and limits
   (components/espnn_runtime/src/ops/*.cpp: conv.cpp stages grouped and
   dilated convs through the dense kernel and sends padding-defect and
-  misaligned images to ANSI; depthwise_conv.cpp the
-  scratch-defect case; pooling.cpp channels % 4 != 0; elementwise.cpp
+  misaligned images to ANSI; depthwise_conv.cpp the scratch-defect and
+  tiled-padding cases; pooling.cpp channels % 4 != 0; elementwise.cpp
   misaligned operands; fully_connected.cpp copies misaligned rows).
 
 "SIMD" means the kernel's inner product (or elementwise body) runs on the
@@ -127,12 +127,18 @@ def depthwise_conv2d(summary: dict, op: dict) -> S3Path:
     ch_mult % 8 == 0 -> s16 mult8; ch_mult % 4 == 0 -> s16 mult4; everything
     else (ch_mult 1 with ch <= 3; ch_mult 2, 3, 5, ...) -> generic _opt C.
     §5.3 item 2 (scratch under-allocation for 3x3, ch % 16 == 0, pads other
-    than (0,0)/(1,1)) [runtime: -> ANSI]. Dilation and int16-overflowing
-    geometry [runtime: own direct loop]. Misaligned images -> ANSI."""
+    than (0,0)/(1,1)) [runtime: -> ANSI]. Not in §5.3: ch_mult 1, ch % 8
+    == 0, a kernel other than 3x3 and 2 * (filter + input) > 48 KiB take
+    the row-tiled s16 mult1 path, which fills rows outside the image with
+    input_offset instead of skipping them (esp_nn_depthwise_conv_s8_esp32s3.c)
+    [runtime: with input_offset != 0 and a window above or below the image
+    -> ANSI]. Dilation and int16-overflowing geometry [runtime: own direct
+    loop]. Misaligned images -> ANSI."""
     p = op["params"]
-    x, f = _t(summary, op["inputs"][0]), _t(summary, op["inputs"][1])
+    x, f, y = _t(summary, op["inputs"][0]), _t(summary, op["inputs"][1]), _t(summary, op["outputs"][0])
     _, in_h, in_w, ch = x["shape"]
     _, kh, kw, _ = f["shape"]
+    out_h = y["shape"][1]
     m = p["ch_mult"]
     if _dilated(p, kh, kw):
         return S3Path(False, 0.0, "interpreter direct conv", "dilation != 1: ESP-NN ignores dilation")
@@ -141,6 +147,12 @@ def depthwise_conv2d(summary: dict, op: dict) -> S3Path:
     if kh == kw == 3 and m == 1 and ch % 16 == 0 and (p["pad_top"], p["pad_left"]) not in ((0, 0), (1, 1)):
         return S3Path(False, 0.0, "esp_nn_depthwise_conv_s8_ansi",
                       "3x3, ch % 16 == 0, pads not (0,0)/(1,1): S3 scratch defect (§5.3 item 2) -> ANSI")
+    if (m == 1 and ch % 8 == 0 and (kh, kw) != (3, 3) and 2 * (kh * kw * ch + in_h * in_w * ch) > 48 * 1024
+            and p["input_offset"] != 0
+            and (p["pad_top"] > 0 or _implied_end_pad(in_h, kh, out_h, p["stride_h"], p["pad_top"]) > 0)):
+        return S3Path(False, 0.0, "esp_nn_depthwise_conv_s8_ansi",
+                      "not 3x3, int16 copies > 48 KiB, input_offset != 0, rows outside the image: "
+                      "S3 tiled-padding defect -> ANSI")
     share = _images_aligned(summary, op)
     if share == 0.0:
         return S3Path(False, 0.0, "esp_nn_depthwise_conv_s8_ansi", "image pointers not 16-byte aligned -> ANSI")

@@ -13,7 +13,17 @@
 //   whose pads are neither (0,0) nor (1,1): ESP-NN 1.2.3 dispatches them to
 //   a path that writes more scratch than esp_nn_get_depthwise_conv_scratch_size
 //   returns (several KB in the reference's example, reference §5.3 item 2,
-//   upstream issue #30), so they go to esp_nn_depthwise_conv_s8_ansi.
+//   upstream issue #30), so they go to esp_nn_depthwise_conv_s8_ansi;
+// * on an optimized ESP32-S3 build, the ch_mult 1 / C % 8 == 0 layers with a
+//   kernel other than 3x3 whose int16 copies of filter and input exceed
+//   48 KiB, when input_offset != 0 and a window reaches above or below the
+//   image: ESP-NN 1.2.3 then converts the input one window of rows at a time
+//   and fills a row outside the image with input_offset (an int8 0 after the
+//   offset is added) where a skipped tap is needed, so each such tap adds
+//   input_offset * weight (esp_nn_depthwise_conv_s8_esp32s3.c, the "Large
+//   input" branch of the s16 mult1 path; its smaller-input branch, like
+//   ANSI, skips those taps). MobileNetV3's 5x5 layers are such layers; they
+//   also go to esp_nn_depthwise_conv_s8_ansi.
 // Padding: top/left pads are given, the output size implies bottom/right,
 // accepted in [0, extent-1] as for CONV2D.
 #include <stdint.h>
@@ -41,6 +51,15 @@ struct DwGeom : ConvShape {
   bool s3_scratch_defect() const {
     return k_h == 3 && k_w == 3 && p.ch_mult == 1 && in_c % 16 == 0 &&
            !((p.pad_top == 0 && p.pad_left == 0) || (p.pad_top == 1 && p.pad_left == 1));
+  }
+  // ESP-NN's test: 2 * (filter_size + input_size) <= 48 * 1024 takes the
+  // whole-tensor conversion (validate() bounds the dims by 65535).
+  bool s3_tiled_pad_defect() const {
+    const uint64_t s16_bytes = 2 * ((uint64_t)k_h * k_w * in_c + (uint64_t)in_h * in_w * in_c);
+    const bool rows_outside =
+        p.pad_top > 0 || (uint64_t)(out_h - 1) * p.stride_h + k_h > (uint64_t)p.pad_top + in_h;
+    return p.ch_mult == 1 && in_c % 8 == 0 && !(k_h == 3 && k_w == 3) &&
+           s16_bytes > 48 * 1024 && p.input_offset != 0 && rows_outside;
   }
 };
 
@@ -115,9 +134,9 @@ Status EvalDepthwise(const OpInfo& op, const EvalContext& ctx) {
 
   const auto a = EspnnArgs(g);
   quant_data_t quant = EspnnQuant(d);
-  const bool scratch_defect = kEspnnS3Optimized && g.s3_scratch_defect();
+  const bool s3_defect = kEspnnS3Optimized && (g.s3_scratch_defect() || g.s3_tiled_pad_defect());
   ForEachImage(g, d, [&](const int8_t* in_n, int8_t* out_n, bool aligned) {
-    if (scratch_defect || !aligned) {
+    if (s3_defect || !aligned) {
       esp_nn_depthwise_conv_s8_ansi(&a.in_dims, in_n, &a.filter_dims, d.filter, d.bias,
                                     &a.out_dims, out_n, &a.params, &quant);
     } else {
