@@ -182,3 +182,29 @@ def test_a_gru_with_a_given_initial_state_stays_pytorchs():
     with torch.no_grad():
         want = q(*example)
     assert torch.allclose(got, want, atol=1e-5)
+
+
+def test_the_operator_suites_quantized_lstm_cases_are_not_nn_lstm():
+    """Why ExecuTorch's operator suite still lowers its LSTM cases unrolled under our flow
+    (docs/runtime.md): for a quantizing flow its test_lstm builds
+    torch.ao.nn.quantizable.LSTM (`use_quantizable_lstm = flow.quantize`), an LSTM written
+    cell by cell in Python (linears, sigmoid/tanh, mul/add per step) that never becomes
+    aten.lstm.input, so there is nothing for EspNNQuantizer's recurrent rewrite to take;
+    its cells are delegated as ordinary ops. The same model built with nn.LSTM, which a
+    user writes, becomes espnn::lstm. Fails if the suite changes either way."""
+    pytest.importorskip("executorch.backends.test.suite.operators.test_lstm")
+    from executorch.backends.test.suite.operators.test_lstm import Model
+
+    from executorch_espnn.recurrent_ops import LSTM
+    from pte_harness import quantize
+
+    def lstm_ops(use_quantizable_lstm: bool) -> tuple[int, int]:
+        torch.manual_seed(0)
+        model = Model(use_quantizable_lstm=use_quantizable_lstm).eval()
+        x = (torch.randn(1, 5, 64),)  # the suite's shape: batch 1, 5 steps, 64 features
+        graph = quantize(model, x).graph
+        targets = [n.target for n in graph.nodes if n.op == "call_function"]
+        return targets.count(LSTM), sum(1 for t in targets if "lstm" in str(t))
+
+    assert lstm_ops(use_quantizable_lstm=True) == (0, 0)  # no LSTM op at all: Python cells
+    assert lstm_ops(use_quantizable_lstm=False)[0] == 1  # nn.LSTM: the one delegable op
