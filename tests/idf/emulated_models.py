@@ -69,14 +69,16 @@ def _torch():
 
 
 def lstm_after_conv():
-    """A conv front end (delegated) feeding nn.LSTM (CPU: ExecuTorch's portable kernels)."""
+    """A conv front end (delegated) feeding a bidirectional nn.LSTM, which the
+    delegate does not take (unidirectional layers only): ExecuTorch's portable
+    kernels run its decomposition on the CPU, then the head is delegated."""
     torch, nn = _torch()
 
     class ConvLstm(nn.Module):
         def __init__(self):
             super().__init__()
             self.conv = nn.Conv1d(8, 16, 3, padding=1)
-            self.lstm = nn.LSTM(16, 24, batch_first=True)
+            self.lstm = nn.LSTM(16, 12, batch_first=True, bidirectional=True)
             self.head = nn.Linear(24, 4)
 
         def forward(self, x):
@@ -119,3 +121,72 @@ def cpu_op_at_each_end():
 
     torch.manual_seed(0)
     return CpuEnds().eval(), (torch.randn(1, 3, 8, 8),)
+
+
+# --------------------------------------- PyTorch's standard modules (issue 25)
+# The models of tests/runtime/test_standard_modules_*.py, as users write them:
+# recurrent layers and attention on the delegate, dilated / grouped convs
+# staged onto ESP-NN's dense conv (the S3 SIMD paths).
+def _standard(test_module: str, name: str):
+    import importlib
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    runtime_tests = str(Path(__file__).resolve().parents[1] / "runtime")
+    if runtime_tests not in sys.path:
+        sys.path.insert(0, runtime_tests)  # the test modules import their harness from there
+    build, shape = importlib.import_module(test_module).MODELS[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    return model, (torch.randn(shape),)
+
+
+def gru_kws():
+    """nn.GRU(10, 64) over 49 frames and a linear head: one GRU record."""
+    return _standard("test_standard_modules_recurrent", "gru_kws")
+
+
+def lstm_kws():
+    return _standard("test_standard_modules_recurrent", "lstm_kws")
+
+
+def transformer_encoder():
+    """nn.TransformerEncoder of nn.TransformerEncoderLayer (pre-norm, gelu)."""
+    return _standard("test_standard_modules_attention", "encoder_pre_norm_gelu")
+
+
+def causal_encoder():
+    """nn.TransformerEncoder with the square subsequent mask (MASKED_SOFTMAX)."""
+    return _standard("test_standard_modules_attention", "encoder_causal")
+
+
+def tcn_dilated():
+    """Dilated causal nn.Conv1d, dilations 1, 2, 4, 8 (staged dilation phases)."""
+    return _standard("test_standard_modules_simd", "tcn_dilations_1_to_8")
+
+
+def regnetx_stages():
+    """RegNetX-400MF's stem and first stages, group width 16 (staged groups)."""
+    return _standard("test_standard_modules_simd", "regnetx_400mf_stages")
+
+
+def grouped_stack():
+    return _standard("test_standard_modules_simd", "grouped_3x3_stack")
+
+
+def efficientnet_b0():
+    """torchvision's EfficientNet-B0 at 224x224, random weights (instruction
+    counts do not depend on weight values); needs torchvision (the model
+    definition only: benchmarks/schedules.py loads it without its C++ ops)."""
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import schedules
+
+    torch.manual_seed(0)
+    return schedules._torchvision_efficientnet_b0().eval(), (torch.randn(1, 3, 224, 224),)

@@ -152,25 +152,32 @@ def _model(fn: str, schedule: str = "auto"):
     return make
 
 
-# Every model of executorch_espnn.models, then programs whose float CPU part
-# (ExecuTorch's portable kernels: LSTM gates, cumsum, sin/cos) runs between or
+# Every model of the zoo (executorch_espnn.models.ZOO, at its default size),
+# a GRU keyword spotter, then programs whose float CPU part (ExecuTorch's
+# portable kernels: a bidirectional LSTM, cumsum, sin/cos) runs between or
 # around EspNNBackend delegates. The CPU part is float code compiled for the
 # chip, with the chip's libm: its outputs may differ from the host's in the
 # last bits, so those suites accept 1e-5 (absolute, outputs of order 1);
 # fully delegated models end in an int8 dequantization and must be exact.
-PTE_MODELS = {"tiny_cnn": 0.0, "digits_cnn": 0.0, "ds_cnn": 0.0, "mobilenet_v2_224": 0.0,
-              "mobilenet_v3_small_224": 0.0, "small_vit": 0.0,
-              "lstm_after_conv": 1e-5, "cumsum_island": 1e-5, "cpu_op_at_each_end": 1e-5}
+def _pte_models() -> dict[str, tuple[str, float]]:
+    from executorch_espnn import models
+
+    zoo = {name: (f"executorch_espnn.models:{name}", 0.0) for name in models.ZOO}
+    return {**zoo, "gru_kws": (f"{MODELS_FILE}:gru_kws", 0.0),
+            **{m: (f"{MODELS_FILE}:{m}", 1e-5) for m in ("lstm_after_conv", "cumsum_island", "cpu_op_at_each_end")}}
 
 
-def _pte(fn: str, atol: float):
+PTE_MODELS = _pte_models()
+
+
+def _pte(name: str, spec: str, atol: float):
     def make(work: Path) -> Path:
         from executorch_espnn import pte_suite
 
-        pte, out = work / f"{fn}.pte", work / f"{fn}.xtsp"
+        pte, out = work / f"{name}.pte", work / f"{name}.xtsp"
         # (CPU fallback is espnn compile's default: what ESP-NN cannot take stays on the CPU.)
-        _cli("compile", f"{MODELS_FILE}:{fn}", "-o", str(pte), "-q", "--verify-samples", "1")
-        suite = pte_suite.make_suite(pte.read_bytes(), cases=2, runs=1, atol=atol, prefix=f"{fn}.")
+        _cli("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1")
+        suite = pte_suite.make_suite(pte.read_bytes(), cases=2, runs=1, atol=atol, prefix=f"{name}.")
         out.write_bytes(pte_suite.write_suite(suite))
         return out
     return make
@@ -193,6 +200,9 @@ def _dim_order_refusal(work: Path) -> Path:
 
 
 SIMD_AND_ANSI = ["esp32s3", "esp32s3-ansi"]
+# PyTorch's standard modules as users write them (tests/runtime/test_standard_modules_*.py).
+STANDARD_MODULE_MODELS = ["gru_kws", "lstm_kws", "transformer_encoder", "causal_encoder", "tcn_dilated",
+                          "regnetx_stages", "grouped_stack"]
 SUITES = [
     Suite("op_corpus", ["esp32s3", "esp32s3-ansi", "esp32"], _op_corpus),
     Suite("negative_control", ["esp32s3"], _negative_control, expect_fail=[NEGATIVE_CASE]),
@@ -204,7 +214,9 @@ SUITES = [
     Suite("mobilenet_v3_small_224", SIMD_AND_ANSI, _model("mobilenet_v3_small_224", "auto")),
     Suite("transformer_block", SIMD_AND_ANSI, _model("transformer_block")),
     Suite("small_vit", SIMD_AND_ANSI, _model("small_vit")),
-    *[Suite(f"pte_{m}", ["esp32s3-pte"], _pte(m, atol), kind="pte") for m, atol in PTE_MODELS.items()],
+    Suite("efficientnet_b0", SIMD_AND_ANSI, _model("efficientnet_b0")),
+    *[Suite(m, SIMD_AND_ANSI, _model(m)) for m in STANDARD_MODULE_MODELS],
+    *[Suite(f"pte_{m}", ["esp32s3-pte"], _pte(m, spec, atol), kind="pte") for m, (spec, atol) in PTE_MODELS.items()],
     Suite("pte_dim_order_refusal", ["esp32s3-pte"], _dim_order_refusal, kind="pte"),
 ]
 
