@@ -278,13 +278,14 @@ RECORD_FIELDS = ("status", "stage", "msg", "arena", "scratch", "arena_mem", "scr
                  "method_pool", "ops", "runs", "refused")
 
 
-def run_suite(suite: Suite, label: str, b: idf_project.Build, path: Path, work: Path) -> list[dict]:
+def run_suite(suite: Suite, label: str, b: idf_project.Build, path: Path, work: Path, commit: str) -> list[dict]:
     t0 = time.monotonic()
     run, per_case = emulated.run_counted(os.environ["ESPNN_QEMU_ESP"], b.build, path, work, timeout=5400)
     rows = []
     for name, rec in run.results.items():
         counts = per_case.get(name) or []
-        row = {"suite": suite.name, "case": name, "build": label, **{k: rec[k] for k in RECORD_FIELDS if k in rec},
+        row = {"suite": suite.name, "case": name, "build": label, "commit": commit,
+               **{k: rec[k] for k in RECORD_FIELDS if k in rec},
                "instructions": int(statistics.median(counts)) if counts else None}
         # The runner's status for a wrong output is "mismatch" (stage verify).
         row["expected"] = "mismatch" if name in suite.expect_fail else "pass"
@@ -348,13 +349,15 @@ def main(argv=None) -> int:
         builds[spec.label] = build_facts(b, spec)
         for s in suites:
             if spec.label in s.builds:
-                rows += run_suite(s, spec.label, b, files[s.name], work)
+                rows += run_suite(s, spec.label, b, files[s.name], work, state["commit"])
         if args.work is None:
             shutil.rmtree(b.project, ignore_errors=True)
 
     previous = json.loads(args.output.read_text()) if args.output.is_file() else {}
     keep = [r for r in previous.get("cases", [])
             if not any(r["suite"] == s.name and r["build"] in builds for s in suites)]
+    for r in keep:  # results from before rows named their commit: the previous run's rerun base, else its commit
+        r.setdefault("commit", previous.get("partial_rerun_of") or previous.get("commit"))
     evidence = {
         "schema": 1,
         "emulated": True,
