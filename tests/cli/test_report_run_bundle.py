@@ -35,7 +35,7 @@ def test_report_reads_back_delegates_payloads_and_memory(pte, tmp_path):
     assert "CONV2D" in r.out and "ops on the CPU: none" in r.out
     html = (tmp_path / "r.html").read_text()
     _self_contained(html)
-    assert html.count("<svg") == 2 and "espnn report" in html
+    assert html.count("<svg") == 1 and "espnn report" in html  # one partition: its arena chart, no bar chart
 
 
 def test_report_of_a_file_that_is_not_a_pte(tmp_path):
@@ -54,12 +54,14 @@ def _self_contained(html: str) -> None:
         assert forbidden not in lowered, forbidden
 
 
-def test_html_is_one_self_contained_page_with_both_charts(compiled):
+def test_html_is_one_self_contained_page_with_its_charts(compiled):
     _, d = compiled
     html = (d / "tiny.html").read_text()
     _self_contained(html)
-    assert "<style>" in html and html.count("<svg") == 2  # MAC/size bars + one arena chart (1 partition)
+    # One partition: its arena chart; MACs and payload size in a sentence, not a one-bar chart.
+    assert "<style>" in html and html.count("<svg") == 1
     assert "Arena occupancy over execution order" in html and "MACs and payload size" in html
+    assert "One partition: " in html
     assert "host-verified" in html and "<polygon" in html
 
 

@@ -6,19 +6,44 @@ from __future__ import annotations
 
 from html import escape
 
+from .charts import arena_chart, bar_chart
 from .document import off_simd, summary_lines, verification_line
 
+# The page is read on screens of any width and on paper, with no script to
+# adapt it: text wraps, and a table wider than the page scrolls inside its own
+# box (shaded at the edge that hides more), never the page. Long unbroken
+# words (paths, node names) may break anywhere rather than widen their block.
+# On paper nothing can scroll: tables get smaller type and may break inside
+# words, charts shrink to the page, and closed <details> print open.
 _CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
+*,*::before,*::after{box-sizing:border-box}
+body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;padding:1.5em 2em;color:#222;max-width:1100px;
+ overflow-wrap:anywhere}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+.scroll{overflow-x:auto;max-width:100%;
+ background:linear-gradient(to right,#fff 30%,#fff0) left/40px 100% no-repeat local,
+  linear-gradient(to left,#fff 30%,#fff0) right/40px 100% no-repeat local,
+  radial-gradient(farthest-side at 0 50%,#0003,#0000) left/14px 100% no-repeat scroll,
+  radial-gradient(farthest-side at 100% 50%,#0003,#0000) right/14px 100% no-repeat scroll}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:2px 5px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.off td{background:#fff1e6}
 .ok{color:#176f2c;font-weight:600}.bad{color:#b00020;font-weight:600}.muted{color:#666}
-pre{background:#f7f7f7;padding:.8em;overflow-x:auto}svg{display:block;margin:.4em 0 1em}
-.chart text{font:11px system-ui,sans-serif;fill:#333}tr.off td{background:#fff1e6}
+pre{background:#f7f7f7;padding:.8em;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
+.figure{margin:.4em 0 1.2em}
+svg.chart{display:block;width:100%;height:auto;min-width:560px}
+.chart text{font:12px system-ui,sans-serif;fill:#333}.chart text.title{font-size:13px;font-weight:600}
+.chart text.line-label{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
+@media (max-width:1000px){body{padding:1em}table{font-size:12px}td,th{padding:1px 4px}}
+@media print{
+ *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+ body{max-width:none;padding:0;font-size:11px}
+ .scroll{overflow:visible;background:none}
+ table{font-size:10px}th{font-size:9px}td,th{padding:1px 3px}td{overflow-wrap:anywhere}
+ pre{font-size:9px}svg.chart{min-width:0}.figure,tr{break-inside:avoid}
+ details::details-content{content-visibility:visible;display:block}}
 """
-
-_COLORS = ("#3b6fb6", "#e07b39", "#3a9a5b", "#b8433c", "#7d5bb0", "#8a6d3b")
 
 
 def _fmt(n) -> str:
@@ -33,77 +58,14 @@ def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset(),
                    "".join(f"<td class=n>{escape(str(c))}</td>" if i in numeric else
                            f"<td>{escape(str(c))}</td>" for i, c in enumerate(r)) + "</tr>"
                    for k, r in enumerate(rows))
-    return f"<table><tr>{head}</tr>{body}</table>"
+    # The box scrolls rather than the page when a table is wider than the page.
+    return f"<div class=scroll><table><tr>{head}</tr>{body}</table></div>"
 
 
-def arena_chart(timeline: list[dict], arena_bytes: int, title: str, width: int = 640, height: int = 160) -> str:
-    """Step chart of bytes live (filled) and bytes spanned by the stored plan
-    (line) at each op, with the planned arena as a dashed line."""
-    if not timeline:
-        return ""
-    left, bottom, top, right = 60, 28, 18, 10
-    w, h = width - left - right, height - top - bottom
-    peak = max([arena_bytes, *(s["plan_bytes"] for s in timeline), *(s["live_bytes"] for s in timeline), 1])
-    n = len(timeline)
-
-    def x(i):
-        return left + w * i / n
-
-    def y(v):
-        return top + h * (1 - v / peak)
-
-    def steps(key):
-        pts = []
-        for i, s in enumerate(timeline):
-            pts += [(x(i), y(s[key])), (x(i + 1), y(s[key]))]
-        return pts
-
-    live = steps("live_bytes")
-    area = " ".join(f"{a:.1f},{b:.1f}" for a, b in [(x(0), y(0)), *live, (x(n), y(0))])
-    plan = " ".join(f"{a:.1f},{b:.1f}" for a, b in steps("plan_bytes"))
-    hover = "".join(
-        f'<rect x="{x(i):.1f}" y="{top}" width="{w / n:.1f}" height="{h}" fill="transparent">'
-        f"<title>op {s['index']} {escape(s['op'])}: {s['live_bytes']:,} B live, {s['plan_bytes']:,} B spanned"
-        "</title></rect>" for i, s in enumerate(timeline))
-    return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-            f'role="img"><title>{escape(title)}</title>'
-            f'<text x="{left}" y="12">{escape(title)}</text>'
-            f'<polygon points="{area}" fill="#3b6fb6" fill-opacity="0.35" stroke="none"/>'
-            f'<polyline points="{plan}" fill="none" stroke="#e07b39" stroke-width="1.5"/>'
-            f'<line x1="{left}" x2="{left + w}" y1="{y(arena_bytes):.1f}" y2="{y(arena_bytes):.1f}" '
-            'stroke="#b8433c" stroke-dasharray="4 3"/>'
-            f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + h}" stroke="#999"/>'
-            f'<line x1="{left}" x2="{left + w}" y1="{top + h}" y2="{top + h}" stroke="#999"/>'
-            f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{peak:,}</text>'
-            f'<text x="{left - 4}" y="{top + h}" text-anchor="end">0</text>'
-            f'<text x="{left}" y="{height - 8}">op 0</text>'
-            f'<text x="{left + w}" y="{height - 8}" text-anchor="end">op {n - 1} (execution order)</text>'
-            f"{hover}</svg>")
-
-
-def bar_chart(labels: list[str], series: list[tuple[str, list[int]]], width: int = 640) -> str:
-    """Horizontal bars, one panel per series (each scaled to its own maximum)."""
-    if not labels:
-        return ""
-    row, left, pad = 18, 90, 8
-    panel_w = (width - left - pad * len(series)) // len(series)
-    height = 22 + row * len(labels)
-    out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           'role="img"><title>per-partition bars</title>']
-    for i, lab in enumerate(labels):
-        out.append(f'<text x="{left - 6}" y="{22 + row * i + 12}" text-anchor="end">{escape(lab)}</text>')
-    for k, (name, values) in enumerate(series):
-        x0 = left + k * (panel_w + pad)
-        peak = max(values) or 1
-        out.append(f'<text x="{x0}" y="12">{escape(name)}</text>')
-        for i, v in enumerate(values):
-            bw = max(1.0, (panel_w - 70) * v / peak) if v else 0
-            yy = 22 + row * i
-            out.append(f'<rect x="{x0}" y="{yy + 2}" width="{bw:.1f}" height="{row - 5}" '
-                       f'fill="{_COLORS[k % len(_COLORS)]}"><title>{escape(labels[i])} {escape(name)}: '
-                       f'{v:,}</title></rect><text x="{x0 + bw + 4:.1f}" y="{yy + 12}">{v:,}</text>')
-    out.append("</svg>")
-    return "".join(out)
+def _figure(svg: str) -> str:
+    """A chart in a box that scrolls on a screen too narrow for its minimum
+    width (below it the chart's text would shrink past reading)."""
+    return f"<div class='figure scroll'>{svg}</div>" if svg else ""
 
 
 def _method_html(name: str, m: dict) -> str:
@@ -126,19 +88,27 @@ def _method_html(name: str, m: dict) -> str:
                            "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 8, 10, 11, 12}))
         out.append("<h3>Delegated ops</h3>" + _table(["op", "count"], [[k, v] for k, v in m["delegated_ops"].items()],
                                                      {1}))
-        labels = [f"partition {p['index']}" for p in parts]
         out.append("<h3>MACs and payload size per partition</h3>")
-        out.append(bar_chart(labels, [("MACs", [(p["payload"] or {}).get("macs", 0) for p in parts]),
-                                      ("payload bytes", [p["payload_bytes"] for p in parts])]))
-        out.append("<h3>Arena occupancy over execution order</h3><p class=muted>filled: bytes live at each op; "
-                   "orange: bytes the stored plan spans; dashed: the planned arena.</p>")
+        if len(parts) > 1:
+            labels = [f"partition {p['index']}" for p in parts]
+            out.append(_figure(bar_chart(labels, [("MACs", [(p["payload"] or {}).get("macs", 0) for p in parts]),
+                                                  ("payload bytes", [p["payload_bytes"] for p in parts])])))
+        else:  # one bar per panel compares nothing
+            s = parts[0]["payload"]
+            macs = f"{s['macs']:,} MACs, " if s else ""
+            out.append(f"<p>One partition: {macs}a {_fmt(parts[0]['payload_bytes'])}-byte payload (nothing to "
+                       "compare across partitions).</p>")
+        out.append("<h3>Arena occupancy over execution order</h3><p class=muted>per partition, at each op in "
+                   "execution order: the bytes live (filled), the bytes the stored plan spans (orange line), the "
+                   "planned arena (red dashed line) and the least arena any accepted plan could have, its lower "
+                   "bound (green dotted line).</p>")
         for p in parts:
             s = p["payload"]
             if s:
-                out.append(arena_chart(s["arena_timeline"], s["arena_bytes"],
-                                       f"partition {p['index']}: arena {s['arena_bytes']:,} B, "
-                                       f"lower bound {s['arena_lower_bound']:,} B, layer-by-layer bound "
-                                       f"{s['arena_layer_bound']:,} B; {s['schedule']}"))
+                out.append(_figure(arena_chart(
+                    s["arena_timeline"], s["arena_bytes"], s["arena_lower_bound"],
+                    f"partition {p['index']}: arena {s['arena_bytes']:,} B, lower bound {s['arena_lower_bound']:,} B, "
+                    f"layer-by-layer bound {s['arena_layer_bound']:,} B", f"schedule: {s['schedule']}")))
         out.append("<h3>ESP-NN routine per op on the ESP32-S3</h3><p class=muted>which ESP-NN routine each "
                    "delegated op reaches on an optimized esp32s3 build, SIMD (the S3 vector unit) or not, and the "
                    "rule that decides it (ESP-NN 1.2.3's dispatch conditions and this runtime's routing; "
