@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .memory.schedule_search import SCHEDULE_MODES
+from .targets import TARGETS as _CHIPS
 
-TARGETS = ("esp32s3", "esp32")
+TARGETS = tuple(_CHIPS)  # ("esp32s3", "esp32"): the chips of targets.py
 _KEYS = ("target", "arena_budget", "schedule")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]i?[bB]?|[bB])?\s*$")

@@ -92,7 +92,7 @@ def test_strict_mode_names_the_unsupported_node():
     print(msg)
     # the node, its op, the reason - and only that node
     assert "aten_cumsum_default" in msg and "aten.cumsum.default" in msg and "no ESP-NN lowering" in msg
-    assert "1 node(s)" in msg
+    assert "1 op(s) would run on the CPU" in msg
     # with fallback (the default) the same program lowers around it
     edge = to_espnn_edge(ep)
     assert [n.name for n in cpu_nodes(edge)] == ["aten_cumsum_default"] and len(delegate_nodes(edge)) == 2

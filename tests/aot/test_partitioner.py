@@ -61,7 +61,7 @@ def test_strict_mode_names_the_unsupported_node(cumsum_model):
         to_espnn_edge(ep, allow_cpu_fallback=False)
     msg = str(e.value)
     assert "cumsum" in msg and "aten.cumsum.default" in msg and "no ESP-NN lowering" in msg
-    assert "1 node(s)" in msg  # only the cumsum: its quantize/dequantize neighbours are delegated
+    assert "1 op(s) would run on the CPU" in msg  # only the cumsum: its quantize/dequantize neighbours are delegated
 
 
 def test_fallback_runs_two_delegates_around_a_cpu_op(cumsum_model):
@@ -75,9 +75,10 @@ def test_fallback_runs_two_delegates_around_a_cpu_op(cumsum_model):
     report = delegation_report(edge)
     cpu = report.to_dict()["forward"]["cpu_ops"]
     assert cpu == [{"node": "aten_cumsum_default", "op": "aten.cumsum.default",
-                    "reason": "no ESP-NN lowering for aten.cumsum.default"}]
+                    "reason": "no ESP-NN lowering for aten.cumsum.default", "kind": "compute"}]
     table = str(report)
-    assert "2 partition(s)" in table and "aten.cumsum.default" in table and "aten.convolution.default" in table
+    assert "2 partition(s)" in table and "aten.cumsum.default" in table and "CONV2D" in table
+    assert table.splitlines()[0].endswith(", 1 CPU op(s)")  # the cumsum; nothing on the CPU to quantize
 
 
 def test_lowering_is_deterministic(conv_linear):

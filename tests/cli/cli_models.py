@@ -130,3 +130,47 @@ class TokenClassifier(nn.Module):
 def int_input():
     torch.manual_seed(0)
     return TokenClassifier().eval(), (torch.randint(0, 32, (1, 16)),)
+
+
+class CpuMix(nn.Module):
+    """What the reports must count alike from the Edge program (compile) and
+    the .pte (report): CPU ops with getitems (sort and topk have two
+    outputs), a view ExecuTorch aliases, quantize/dequantize left on the CPU
+    (an avg pool without padding counted feeds a flip), twelve cumsums with
+    one reason (one group), float CPU tensors larger than an ESP32's internal
+    RAM, and two outputs (top-1 means nothing)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1, padding_mode="reflect")
+        self.pool = nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
+        self.c2 = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c2(torch.flip(self.pool(torch.relu(self.c1(x))), [3]))
+        for _ in range(12):
+            y = torch.cumsum(y, 1)
+        s = torch.sort(y.view(1, -1), dim=1)[0]
+        return s, torch.topk(s, 3)[0]
+
+
+def cpu_mix():
+    torch.manual_seed(0)
+    return CpuMix().eval(), (torch.randn(1, 3, 128, 128),)
+
+
+class Autoencoder(nn.Module):
+    """An MLPerf Tiny anomaly-detection style FC autoencoder: its output has
+    the input's shape, so top-1 agreement means nothing."""
+
+    def __init__(self, n: int = 64):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(n, 16), nn.ReLU(), nn.Linear(16, n))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def autoencoder():
+    torch.manual_seed(0)
+    return Autoencoder().eval(), (torch.randn(1, 64),)

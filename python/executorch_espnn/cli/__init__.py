@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         ".pte programs on the host.", epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"espnn {__version__}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
+    common.add_argument("-v", "--verbose", action="store_true",
+                        help="show the traceback of an error, the libraries' warnings and (compile, report) every "
+                        "op left on the CPU")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:

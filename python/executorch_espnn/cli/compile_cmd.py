@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from ..targets import DEFAULT as DEFAULT_TARGET
+from ..targets import TARGETS as _CHIPS
 from .compare import tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
 from .files import writable_file, write_file
@@ -46,7 +48,7 @@ def add_parser(sub, parents) -> None:
                    help="quantization-aware training for N epochs on --qat-data (default 0: post-training)")
     p.add_argument("--qat-data", metavar="SRC", help="labelled training data for QAT (same forms as --eval-data)")
     p.add_argument("--qat-lr", type=float, default=1e-3, help="QAT learning rate (SGD with momentum 0.9)")
-    p.add_argument("--target", choices=("esp32s3", "esp32"), default="esp32s3",
+    p.add_argument("--target", choices=tuple(_CHIPS), default=DEFAULT_TARGET,
                    help="the chip, recorded in the compile specs (default esp32s3)")
     p.add_argument("--arena-budget", metavar="SIZE", type=_size,
                    help="bytes each ESP-NN partition's activation arena must fit in: 320K, 1.5M (K = 1024) or a "
@@ -147,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
     pte = pipeline.to_pte(edge)
     write_file(output, pte, "--output")
     pipeline.add_planned_memory(report, pte)
+    from .document import memory_warnings
+
+    for text in memory_warnings(report, args.target):
+        warning(text)
 
     steps("running on the host runtime")
     from ..runtime import missing_host_kernels
@@ -178,6 +184,6 @@ def run(args: argparse.Namespace) -> int:
         verification=verification, accuracy=accuracy, missing_kernels=missing, warnings=warnings,
         seconds=time.monotonic() - t0)
     write_outputs(doc, json_path, args.html)
-    print_summary(doc, json_path=json_path, html_path=args.html)
+    print_summary(doc, json_path=json_path, html_path=args.html, verbose=args.verbose)
     return EXIT_OK if verification["passed"] else EXIT_VERIFICATION_FAILED
 

@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+from ..partition.op_kinds import counts_text, quant_suffix
+
+SCHEMA_VERSION = 3
 
 
 def _tool() -> dict:
@@ -20,19 +22,52 @@ def compile_document(*, model, target, strict, schedule="auto", arena_budget=Non
                      accuracy, missing_kernels, warnings, seconds) -> dict:
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "compile", "model": model,
             "target": target, "strict": strict, "schedule": schedule, "arena_budget": arena_budget,
-            "pte": {"path": str(pte_path), "bytes": pte_bytes},
-            "methods": report.to_dict(), "calibration": calibration, "qat": qat, "verification": verification,
-            "accuracy": accuracy, "host_missing_kernels": missing_kernels, "warnings": warnings,
-            "seconds": round(seconds, 2)}
+            "pte": {"path": str(pte_path), "bytes": pte_bytes}, "internal_ram": _internal_ram(target),
+            "methods": _methods(report, target), "calibration": calibration, "qat": qat,
+            "verification": verification, "accuracy": accuracy, "host_missing_kernels": missing_kernels,
+            "warnings": warnings, "seconds": round(seconds, 2)}
 
 
-def report_document(*, pte_path, pte_bytes, report, missing_kernels) -> dict:
+def report_target(report) -> str | None:
+    """The target all ESP-NN payloads of a .pte record (None if none or mixed)."""
     targets = {p.payload.target for m in report.methods.values() for p in m.partitions if p.payload}
+    return targets.pop() if len(targets) == 1 else None
+
+
+def report_document(*, pte_path, pte_bytes, report, missing_kernels, warnings) -> dict:
+    target = report_target(report)
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "report", "model": None,
-            "target": targets.pop() if len(targets) == 1 else None, "strict": None, "schedule": None,
-            "arena_budget": None, "pte": {"path": str(pte_path), "bytes": pte_bytes}, "methods": report.to_dict(), "calibration": None,
+            "target": target, "strict": None, "schedule": None,
+            "arena_budget": None, "pte": {"path": str(pte_path), "bytes": pte_bytes},
+            "internal_ram": _internal_ram(target), "methods": _methods(report, target), "calibration": None,
             "qat": None, "verification": None, "accuracy": None, "host_missing_kernels": missing_kernels,
-            "warnings": [], "seconds": None}
+            "warnings": warnings, "seconds": None}
+
+
+def _internal_ram(target: str | None) -> dict | None:
+    """The target's internal data RAM that planned memory is checked against (targets.py)."""
+    from ..targets import TARGETS
+
+    t = TARGETS.get(target)
+    return None if t is None else {"chip": t.chip, "bytes": t.internal_data_ram_bytes, "source": t.ram_source}
+
+
+def _methods(report, target: str | None) -> dict:
+    from ..targets import planned_memory_over
+
+    methods = report.to_dict()
+    for m in methods.values():
+        m["planned_memory_over_internal_ram"] = planned_memory_over(m["planned_memory_bytes"], target)
+    return methods
+
+
+def memory_warnings(report, target: str | None) -> list[str]:
+    """One warning per method whose ExecuTorch planned memory is more than the
+    target's internal data RAM (targets.py)."""
+    from ..targets import planned_memory_excess
+
+    return [f"method {name}: {text}" for name, m in report.methods.items()
+            if (text := planned_memory_excess(m.planned_memory_bytes, target))]
 
 
 def write_outputs(doc: dict, json_path: Path | None, html_path: Path | None) -> None:
@@ -59,46 +94,100 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
                                for c, w, num in zip(r, widths, numeric)).rstrip() for r in rows]
 
 
-_BOUNDARY_OPS = ("quantized_decomposed.", "operator.getitem")
+def ops_line(m: dict) -> str:
+    """Delegated ops by count, quantize/dequantize summed at the end."""
+    ops = ", ".join(f"{op} x{n}" for op, n in m["delegated_ops"].items()) or "none"
+    return ops + quant_suffix(m["num_delegated_quant_ops"])
 
 
-def _ops_line(ops: dict) -> str:
-    """Compute ops by count; quantize/dequantize and getitem summed at the end."""
-    compute = [f"{op} x{n}" for op, n in ops.items() if not op.startswith(_BOUNDARY_OPS)]
-    other = sum(n for op, n in ops.items() if op.startswith(_BOUNDARY_OPS))
-    return ", ".join(compute) + (f" (+{other} quantize/dequantize/getitem)" if other else "")
+def planned_memory_text(m: dict, internal_ram: dict | None) -> str:
+    text = f"ExecuTorch planned memory {_bytes(m['planned_memory_bytes'])} B"
+    if m.get("planned_memory_over_internal_ram"):
+        text += f" (MORE THAN the {internal_ram['chip']}'s {internal_ram['bytes']:,} B of internal data RAM)"
+    return text
 
 
-def method_lines(name: str, m: dict) -> list[str]:
-    parts, cpu = m["partitions"], m["cpu_ops"]
-    lines = [f"method {name}: {len(parts)} partition(s), {m['num_delegated_ops']} delegated op(s), "
-             f"{m['num_cpu_ops']} CPU op(s); ExecuTorch planned memory {_bytes(m['planned_memory_bytes'])} B"]
+def is_s3(payload: dict) -> bool:
+    """Whether ESP-NN's ESP32-S3 SIMD analysis applies to a payload's target."""
+    from ..targets import lookup
+
+    t = lookup(payload["target"])
+    return t is not None and t.s3_simd
+
+
+def _simd_cell(s: dict) -> str:
+    if not is_s3(s):
+        return "-"
+    return f"{100 * s['s3_simd_macs'] / s['macs']:.0f}%" if s["macs"] else "-"
+
+
+CPU_GROUPS_LISTED = 20  # the text summary shows this many (op, reason) groups; the JSON lists every op
+
+
+def method_lines(name: str, m: dict, internal_ram: dict | None = None, verbose: bool = False) -> list[str]:
+    parts = m["partitions"]
+    lines = [f"method {name}: {len(parts)} partition(s), "
+             f"{counts_text(m['num_delegated_ops'], m['num_delegated_quant_ops'], 'delegated op')}, "
+             f"{counts_text(m['num_cpu_ops'], m['num_cpu_quant_ops'], 'CPU op')}; "
+             + planned_memory_text(m, internal_ram)]
     if parts:
-        rows = [["part", "backend", "in/out", "XTS3 ops", "payload B", "arena B", "arena bound B", "layer bound B",
-                 "recompute", "scratch B", "MACs", "S3 SIMD", "target"]]
+        payloads = [p["payload"] for p in parts if p["payload"]]
+        simd = any(is_s3(s) for s in payloads)  # the S3 SIMD column only where it applies
+        rows = [["part", "backend", "in/out", "ops", "payload B", "arena B", "arena bound B", "layer bound B",
+                 "recompute", "scratch B", "MACs"] + (["S3 SIMD"] if simd else []) + ["target"]]
         for p in parts:
             s = p["payload"]
+            ops = str(p["num_delegated_ops"])  # the headline's delegated ops, per partition
             if s is None:
-                rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", "-",
-                             _bytes(p["payload_bytes"])] + ["-"] * 8)
+                rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", ops,
+                             _bytes(p["payload_bytes"])] + ["-"] * (len(rows[0]) - 5))
                 continue
-            simd = f"{100 * s['s3_simd_macs'] / s['macs']:.0f}%" if s["macs"] else "-"
-            rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", str(s["num_ops"]),
+            rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", ops,
                          _bytes(p["payload_bytes"]), _bytes(s["arena_bytes"]), _bytes(s["arena_lower_bound"]),
                          _bytes(s["arena_layer_bound"]), f"{s['recompute_percent']:.2f}%",
-                         _bytes(s["scratch_bytes"]), _bytes(s["macs"]), simd, s["target"] or "default"])
+                         _bytes(s["scratch_bytes"]), _bytes(s["macs"])] + ([_simd_cell(s)] if simd else [])
+                        + [s["target"] or "default"])
         t = m["totals"]
         rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "", "", "",
-                     _bytes(t["max_scratch_bytes"]), _bytes(t["macs"]), "", ""])
+                     _bytes(t["max_scratch_bytes"]), _bytes(t["macs"])] + [""] * (len(rows[0]) - 11))
         lines += _table(rows)
         lines += schedule_lines(parts)
-        lines.append("  delegated ops: " + _ops_line(m["delegated_ops"]))
+        lines.append("  delegated ops: " + ops_line(m))
+        lines += kernel_lines(payloads)
         lines += off_simd_lines(parts)
-    if cpu:
-        lines.append(f"  ops on the CPU ({len(cpu)}):")
-        lines += _table([["node", "op", "reason"]] + [[c["node"], c["op"], c["reason"] or "-"] for c in cpu], "    ")
-    else:
-        lines.append("  ops on the CPU: none")
+    lines += cpu_lines(m, verbose)
+    return lines
+
+
+def kernel_lines(payloads: list[dict]) -> list[str]:
+    """What ESP-NN runs on a target without the S3's SIMD paths (the SIMD
+    column and the off-SIMD list are the S3's)."""
+    from ..targets import lookup
+
+    chips = {lookup(s["target"]) for s in payloads} - {None}
+    return [f"  on the {t.chip}: {t.kernels}" for t in sorted(chips, key=lambda t: t.name) if not t.s3_simd]
+
+
+def cpu_lines(m: dict, verbose: bool) -> list[str]:
+    """The CPU ops grouped by op and reason, with counts; every node only with
+    `verbose` (the JSON report always lists them)."""
+    groups = m["cpu_op_groups"]
+    if not groups:
+        return ["  ops on the CPU: none"]
+    named = any("<node>" in (g["reason"] or "") for g in groups)
+    lines = [f"  ops on the CPU: {counts_text(m['num_cpu_ops'], m['num_cpu_quant_ops'], 'op')} in "
+             f"{len(groups)} group(s) by op and reason" + (" (<node>: a node name)" if named else "") + ":"]
+    shown = groups if verbose else groups[:CPU_GROUPS_LISTED]
+    lines += _table([["count", "op", "reason", "first node"]] +
+                    [[str(g["count"]), g["op"], g["reason"] or "-", g["first_node"]] for g in shown], "    ")
+    if len(groups) > len(shown):
+        lines.append(f"    ... {len(groups) - len(shown)} more group(s) (--verbose or the JSON report lists them)")
+    if verbose:
+        lines.append("  every op on the CPU:")
+        lines += _table([["node", "op", "reason"]] + [[c["node"], c["op"], c["reason"] or "-"] for c in m["cpu_ops"]],
+                        "    ")
+    elif len(m["cpu_ops"]) > len(shown):
+        lines.append("    (--verbose lists every node; the JSON report has them all)")
     return lines
 
 
@@ -124,8 +213,10 @@ def off_simd(op: dict) -> bool:
 
 def off_simd_ops(parts: list[dict]) -> list[tuple[int, dict]]:
     """(partition, op) pairs off the SIMD path, largest loss first: the
-    layers that make a model slow on the S3, with the routine they reach."""
-    rows = [(p["index"], op) for p in parts if p["payload"] for op in p["payload"]["op_metrics"] if off_simd(op)]
+    layers that make a model slow on the S3, with the routine they reach
+    (ESP32-S3 partitions only)."""
+    rows = [(p["index"], op) for p in parts if p["payload"] and is_s3(p["payload"])
+            for op in p["payload"]["op_metrics"] if off_simd(op)]
     return sorted(rows, key=lambda r: r[1]["s3_simd_macs"] - r[1]["macs"])
 
 
@@ -169,14 +260,15 @@ def verification_line(v: dict) -> str:
         head = (f"{'host-run' if v['passed'] else 'HOST VERIFICATION FAILED'} (the .pte could not run on this "
                 f"host's ExecuTorch runtime): {v['ran']} on {v['samples']} input(s)")
     gate = (f", tolerance {model['tolerance_lsb']:g} LSB" if model["tolerance_lsb"] is not None else "")
-    return (f"{head}; vs the {model['reference']}: {_deviation(model['outputs'])}, top-1 agrees "
-            f"{100 * model['top1_agreement']:.0f}%{gate}")
+    # top-1 only where the output is a classifier's logits (cli/pipeline.py: classifier_shaped).
+    top1 = (f", top-1 agrees {100 * model['top1_agreement']:.0f}%" if model["top1_agreement"] is not None else "")
+    return f"{head}; vs the {model['reference']}: {_deviation(model['outputs'])}{top1}{gate}"
 
 
-def summary_lines(doc: dict) -> list[str]:
+def summary_lines(doc: dict, verbose: bool = False) -> list[str]:
     lines = []
     for name, m in doc["methods"].items():
-        lines += method_lines(name, m)
+        lines += method_lines(name, m, doc.get("internal_ram"), verbose)
     lines.append(f"program: {doc['pte']['path']} ({doc['pte']['bytes']:,} bytes)")
     if doc["host_missing_kernels"]:
         lines.append("host runtime lacks CPU kernel(s): " + ", ".join(doc["host_missing_kernels"]))
@@ -193,9 +285,9 @@ def summary_lines(doc: dict) -> list[str]:
     return lines
 
 
-def print_summary(doc: dict, *, json_path=None, html_path=None, stream=None) -> None:
+def print_summary(doc: dict, *, json_path=None, html_path=None, stream=None, verbose: bool = False) -> None:
     stream = stream or sys.stdout
-    for line in summary_lines(doc):
+    for line in summary_lines(doc, verbose):
         print(line, file=stream)
     written = [str(p) for p in (json_path, html_path) if p is not None]
     if written:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from html import escape
 
 from .charts import arena_chart, bar_chart
-from .document import off_simd, summary_lines, verification_line
+from .document import (counts_text, is_s3, kernel_lines, off_simd, ops_line, planned_memory_text, summary_lines,
+                       verification_line)
 
 # The page is read on screens of any width and on paper, with no script to
 # adapt it: text wraps, and a table wider than the page scrolls inside its own
@@ -68,26 +69,33 @@ def _figure(svg: str) -> str:
     return f"<div class='figure scroll'>{svg}</div>" if svg else ""
 
 
-def _method_html(name: str, m: dict) -> str:
+def _method_html(name: str, m: dict, internal_ram: dict | None) -> str:
     parts = m["partitions"]
+    over = " class=bad" if m.get("planned_memory_over_internal_ram") else ""
     out = [f"<h2>method {escape(name)}</h2>",
-           f"<p>{len(parts)} partition(s), {m['num_delegated_ops']} delegated op(s), {m['num_cpu_ops']} CPU op(s); "
-           f"ExecuTorch planned memory {_fmt(m['planned_memory_bytes'])} B</p>"]
+           f"<p>{len(parts)} partition(s), "
+           f"{counts_text(m['num_delegated_ops'], m['num_delegated_quant_ops'], 'delegated op')}, "
+           f"{counts_text(m['num_cpu_ops'], m['num_cpu_quant_ops'], 'CPU op')}; "
+           f"<span{over}>{escape(planned_memory_text(m, internal_ram))}</span></p>"]
     rows = []
     for p in parts:
         s = p["payload"] or {}
         recompute = f"{s['recompute_percent']:.2f}%" if s else "-"
-        rows.append([p["index"], p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", s.get("num_ops", "-"),
+        rows.append([p["index"], p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", p["num_delegated_ops"],
                      _fmt(p["payload_bytes"]), _fmt(s.get("arena_bytes")), _fmt(s.get("arena_lower_bound")),
                      _fmt(s.get("arena_layer_bound")), recompute, s.get("schedule", "-"),
-                     _fmt(s.get("scratch_bytes")), _fmt(s.get("macs")), _fmt(s.get("s3_simd_macs")),
-                     s.get("target") or "default"])
+                     _fmt(s.get("scratch_bytes")), _fmt(s.get("macs")),
+                     _fmt(s.get("s3_simd_macs")) if s and is_s3(s) else "-", s.get("target") or "default"])
     if rows:
-        out.append(_table(["partition", "backend", "in/out", "XTS3 ops", "payload B", "arena B", "arena lower bound B",
-                           "layer-by-layer bound B", "recomputed MACs", "schedule", "scratch B", "MACs",
-                           "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 8, 10, 11, 12}))
+        out.append(_table(["partition", "backend", "in/out", "delegated ops", "payload B", "arena B",
+                           "arena lower bound B", "layer-by-layer bound B", "recomputed MACs", "schedule",
+                           "scratch B", "MACs", "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 8, 10, 11, 12}))
         out.append("<h3>Delegated ops</h3>" + _table(["op", "count"], [[k, v] for k, v in m["delegated_ops"].items()],
                                                      {1}))
+        if m["num_delegated_quant_ops"]:
+            out.append(f"<p class=muted>{escape(ops_line(m))}</p>")
+        out += [f"<p>{escape(line.strip())}</p>"
+                for line in kernel_lines([p["payload"] for p in parts if p["payload"]])]
         out.append("<h3>MACs and payload size per partition</h3>")
         if len(parts) > 1:
             labels = [f"partition {p['index']}" for p in parts]
@@ -109,14 +117,14 @@ def _method_html(name: str, m: dict) -> str:
                     s["arena_timeline"], s["arena_bytes"], s["arena_lower_bound"],
                     f"partition {p['index']}: arena {s['arena_bytes']:,} B, lower bound {s['arena_lower_bound']:,} B, "
                     f"layer-by-layer bound {s['arena_layer_bound']:,} B", f"schedule: {s['schedule']}")))
-        out.append("<h3>ESP-NN routine per op on the ESP32-S3</h3><p class=muted>which ESP-NN routine each "
-                   "delegated op reaches on an optimized esp32s3 build, SIMD (the S3 vector unit) or not, and the "
-                   "rule that decides it (ESP-NN 1.2.3's dispatch conditions and this runtime's routing; "
-                   "docs/performance.md). Ops off the SIMD path are marked.</p>")
-        for p in parts:
+        s3_parts = [p for p in parts if p["payload"] and is_s3(p["payload"])]  # the S3's routines only
+        if s3_parts:
+            out.append("<h3>ESP-NN routine per op on the ESP32-S3</h3><p class=muted>which ESP-NN routine each "
+                       "delegated op reaches on an optimized esp32s3 build, SIMD (the S3 vector unit) or not, and "
+                       "the rule that decides it (ESP-NN 1.2.3's dispatch conditions and this runtime's routing; "
+                       "docs/performance.md). Ops off the SIMD path are marked.</p>")
+        for p in s3_parts:
             s = p["payload"]
-            if not s:
-                continue
             rows = [[o["index"], o["opcode"], _fmt(o["macs"]),
                      f"{100 * o['s3_simd_macs'] / o['macs']:.0f}%" if o["macs"] else "-",
                      o["kernel"], o["reason"]] for o in s["op_metrics"]]
@@ -125,10 +133,12 @@ def _method_html(name: str, m: dict) -> str:
                        f"{len(off)} off the SIMD path</summary>")
             out.append(_table(["op#", "op", "MACs", "SIMD share", "routine", "why"], rows, {0, 2, 3}, marked=off))
             out.append("</details>")
-    cpu = m["cpu_ops"]
-    out.append(f"<h3>Ops on the CPU ({len(cpu)})</h3>")
-    out.append(_table(["node", "op", "reason"], [[c["node"], c["op"], c["reason"] or "-"] for c in cpu])
-               if cpu else "<p>none</p>")
+    groups = m["cpu_op_groups"]  # grouped: the JSON report lists every node
+    out.append(f"<h3>Ops on the CPU ({escape(counts_text(m['num_cpu_ops'], m['num_cpu_quant_ops'], 'op'))}, "
+               f"{len(groups)} group(s) by op and reason)</h3>")
+    out.append(_table(["count", "op", "reason", "first node"],
+                      [[g["count"], g["op"], g["reason"] or "-", g["first_node"]] for g in groups], {0})
+               if groups else "<p>none</p>")
     return "".join(out)
 
 
@@ -142,7 +152,7 @@ def render_html(doc: dict) -> str:
             f"{escape(str(doc.get('target') or 'default'))}; schedule {escape(str(doc.get('schedule') or '-'))}"
             + (f", arena budget {doc['arena_budget']:,} B" if doc.get("arena_budget") else "") + f"; espnn {escape(doc['tool']['version'])}, kernels: "
             f"{escape(doc['tool']['kernel_source'])}</p>"]
-    body += [_method_html(name, m) for name, m in doc["methods"].items()]
+    body += [_method_html(name, m, doc.get("internal_ram")) for name, m in doc["methods"].items()]
     body.append("<h2>Summary</h2><pre>" + escape("\n".join(summary_lines(doc))) + "</pre>")
     if doc.get("warnings"):
         body.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{escape(w)}</li>" for w in doc["warnings"]) + "</ul>")

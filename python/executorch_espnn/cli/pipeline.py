@@ -128,11 +128,13 @@ def _lowering_failure(e: Exception, schedule: str) -> LoweringError | None:
     if isinstance(e, RuntimeError):
         text = str(e)
         if text.startswith(_STRICT_PREFIX):
+            # The partitioner counts as the report does (partition/op_kinds.py): "N op(s) (+M quantize/dequantize)".
+            head = text.splitlines()[0].split(": ", 1)[1].removesuffix(" would run on the CPU:")
             lines = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("  ")]
             more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-            return LoweringError(f"--strict: {len(lines)} node(s) would run on the CPU; first: {lines[0]}{more}. "
+            return LoweringError(f"--strict: {head} would run on the CPU; first: {lines[0]}{more}. "
                                  "Change or remove these ops, or drop --strict to let them run on the CPU "
-                                 "(the report then lists each with its reason)")
+                                 "(the report then lists them, grouped by op and reason)")
         return LoweringError(f"lowering failed: {type(e).__name__}: {one_line(e)[:500]}")
     return None
 
@@ -202,8 +204,20 @@ def _rows(cmp) -> list[dict]:
             for i, (d, s, lsb) in enumerate(zip(cmp.max_abs, cmp.scales, cmp.max_lsb))]
 
 
+def classifier_shaped(outputs: list, inputs) -> bool:
+    """Whether top-1 agreement means something for these outputs: a single
+    output of logits, [N, C] or [C] with C > 1, not shaped like an input (an
+    autoencoder's reconstruction). Not a detector's several heads."""
+    if len(outputs) != 1:
+        return False
+    out = outputs[0]
+    if out.dim() not in (1, 2) or out.shape[-1] < 2:
+        return False
+    return all(tuple(out.shape) != tuple(getattr(x, "shape", ())) for x in inputs)
+
+
 def _top1(out):
-    return out.reshape(out.shape[0], -1).argmax(-1) if out.dim() else out
+    return out.argmax(-1)
 
 
 # The .pte on ExecuTorch's runtime runs the same interpreter as the native
@@ -229,6 +243,7 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
     vs_model = Comparison(scales, float_rtol=FLOAT_RTOL)
     vs_device = Comparison(scales, float_rtol=FLOAT_RTOL) if runner.kind == "pte" else None
     agree = total = 0
+    classifier = None  # decided on the first batch (static shapes: the same for every batch)
     with torch.no_grad():
         for batch in batches:
             try:
@@ -242,14 +257,17 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
                 from ..runtime import run_edge_program
 
                 vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
-            agree += int((_top1(got[0]) == _top1(want[0])).sum())
-            total += int(_top1(want[0]).numel())
+            if classifier is None:
+                classifier = classifier_shaped(want, batch.inputs)
+            if classifier:
+                agree += int((_top1(got[0]) == _top1(want[0])).sum())
+                total += int(_top1(want[0]).numel())
     device = None if vs_device is None else {
         "reference": "the lowered program, every ESP-NN delegate on the native device runtime",
         "outputs": _rows(vs_device), "tolerance_lsb": DEVICE_TOLERANCE_LSB,
         "passed": vs_device.passed(DEVICE_TOLERANCE_LSB, float_atol)}
     model = {"reference": "quantized PyTorch model", "outputs": _rows(vs_model),
-             "top1_agreement": agree / total if total else 1.0, "tolerance_lsb": tolerance_lsb,
+             "top1_agreement": agree / total if classifier and total else None, "tolerance_lsb": tolerance_lsb,
              "passed": tolerance_lsb is None or vs_model.passed(tolerance_lsb, float_atol)}
     return {"runtime": runner.kind, "ran": runner.description, "method": runner.method,
             "samples": vs_model.samples, "device_runtime": device, "quantized_model": model,

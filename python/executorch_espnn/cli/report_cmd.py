@@ -51,12 +51,16 @@ def load_report(path: Path):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .document import print_summary, report_document, write_outputs
     from ..runtime import missing_host_kernels
+    from .document import memory_warnings, print_summary, report_document, report_target, write_outputs
+    from .progress import warn
 
     pte, report = load_report(args.pte)
+    warnings = memory_warnings(report, report_target(report))
+    for text in warnings:
+        warn(text)
     doc = report_document(pte_path=args.pte, pte_bytes=len(pte), report=report,
-                          missing_kernels=missing_host_kernels(pte))
+                          missing_kernels=missing_host_kernels(pte), warnings=warnings)
     write_outputs(doc, args.json, args.html)
-    print_summary(doc, json_path=args.json, html_path=args.html)
+    print_summary(doc, json_path=args.json, html_path=args.html, verbose=args.verbose)
     return EXIT_OK

@@ -12,6 +12,7 @@ from ..compile_spec import CompileOptions
 from ..lowering.backend import EspNNBackend
 from ..lowering.graph import ConstantSource, RealConstants, op_name
 from ..lowering.registry import preserved_ops
+from .op_kinds import COMPUTE, QUANTIZE, counts_text, edge_kind
 from .planning import Plan, plan_partitions
 
 # node.meta key set on every call_function node the partitioner leaves on the
@@ -61,7 +62,8 @@ class EspNNPartitioner(Partitioner):
                 name, (op, why) = src, self._decomposed[src]
                 plan.reasons[n] = f"part of {name} ({op}), decomposed because ESP-NN does not take it: {why}"
         if not self.allow_cpu_fallback:
-            left = [n for n in plan.reasons if op_name(n) != "operator.getitem"]
+            # What the report would list as CPU ops (op_kinds): kernel calls, not getitems or aliasing views.
+            left = [n for n in plan.reasons if edge_kind(n) is not None]
             if left:
                 raise RuntimeError(strict_mode_message(left, plan.reasons))
         tags = {}
@@ -116,8 +118,13 @@ def _resolve(name: str):
 
 
 def strict_mode_message(nodes, reasons) -> str:
-    lines = [f"EspNNPartitioner(allow_cpu_fallback=False): {len(nodes)} node(s) would run on the CPU:"]
-    for n in nodes:
+    """The refusal: the count in the reports' terms (op_kinds: compute ops,
+    quantize/dequantize apart), then one line per node, compute ops first."""
+    quant = [n for n in nodes if edge_kind(n) == QUANTIZE]
+    compute = [n for n in nodes if edge_kind(n) == COMPUTE]
+    lines = [f"EspNNPartitioner(allow_cpu_fallback=False): {counts_text(len(compute), len(quant), 'op')} "
+             "would run on the CPU:"]
+    for n in compute + quant:
         lines.append(f"  {n.name} ({op_name(n)}): {reasons[n]}")
     lines.append("Change or remove these ops, quantize them, or allow CPU fallback.")
     return "\n".join(lines)

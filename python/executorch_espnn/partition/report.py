@@ -19,9 +19,11 @@ report (docs/report-schema.json).
 
 from __future__ import annotations
 
-import operator
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+
+from .op_kinds import COMPUTE, QUANTIZE, counts_text, edge_kind, edge_name_kind, kernel_kind, xts3_kind
 
 BACKEND_ID = "EspNNBackend"
 
@@ -61,12 +63,36 @@ class PartitionInfo:
     payload_bytes: int
     payload: PayloadSummary | None = None  # EspNNBackend partitions only
 
+    def op_kinds(self) -> dict[str, Counter]:
+        """{kind: Counter(op -> count)} by op_kinds: the payload's XTS3 ops
+        (the same in an Edge program and its .pte), else the ops by name."""
+        out = {COMPUTE: Counter(), QUANTIZE: Counter()}
+        ops, kind_of = (self.payload.xts3_ops, xts3_kind) if self.payload else (self.ops, edge_name_kind)
+        for op, n in ops.items():
+            kind = kind_of(op)
+            if kind is not None:
+                out[kind][op] += n
+        return out
+
+    def to_dict(self) -> dict:
+        kinds = self.op_kinds()
+        return {**asdict(self), "num_delegated_ops": sum(kinds[COMPUTE].values()),
+                "num_delegated_quant_ops": sum(kinds[QUANTIZE].values())}
+
 
 @dataclass
 class CpuOp:
+    """A kernel call outside the delegates (op_kinds: getitem and aliasing views are none)."""
+
     node: str
     op: str
     reason: str | None  # None in a report read from a .pte (reasons are not serialized)
+    kind: str = COMPUTE  # op_kinds.COMPUTE, or QUANTIZE (counted apart)
+    # The reason with node names replaced by <node>: what groups the ops (cpu_op_groups).
+    reason_pattern: str | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"node": self.node, "op": self.op, "reason": self.reason, "kind": self.kind}
 
 
 @dataclass
@@ -77,10 +103,44 @@ class MethodReport:
 
     @property
     def delegated_ops(self) -> dict[str, int]:
+        """The partitions' ops by type, summed as they are (Edge ops with
+        their quantize/dequantize nodes; from a .pte, XTS3 ops). The reports
+        count delegated_compute_ops instead."""
         total: Counter = Counter()
         for p in self.partitions:
             total.update(p.ops)
         return dict(sorted(total.items()))
+
+    def _delegated_kinds(self) -> dict[str, Counter]:
+        """{kind: Counter(op -> count)} summed over the partitions."""
+        out = {COMPUTE: Counter(), QUANTIZE: Counter()}
+        for p in self.partitions:
+            for kind, ops in p.op_kinds().items():
+                out[kind].update(ops)
+        return out
+
+    @property
+    def delegated_compute_ops(self) -> dict[str, int]:
+        """Delegated ops by type (op_kinds), quantize/dequantize apart."""
+        return dict(sorted(self._delegated_kinds()[COMPUTE].items()))
+
+    @property
+    def num_delegated_quant_ops(self) -> int:
+        return sum(self._delegated_kinds()[QUANTIZE].values())
+
+    def num_cpu(self, kind: str) -> int:
+        return sum(c.kind == kind for c in self.cpu_ops)
+
+    def cpu_op_groups(self) -> list[dict]:
+        """The CPU ops grouped by (op, reason with node names generalized),
+        largest group first: a model with a thousand CPU ops has a handful
+        of causes."""
+        groups: dict[tuple, dict] = {}
+        for c in self.cpu_ops:
+            g = groups.setdefault((c.op, c.reason_pattern), {"op": c.op, "reason": c.reason_pattern, "kind": c.kind,
+                                                             "count": 0, "first_node": c.node})
+            g["count"] += 1
+        return sorted(groups.values(), key=lambda g: -g["count"])  # stable: first seen first among equals
 
     def totals(self) -> dict:
         """Sums over ESP-NN partitions: payload bytes and MACs add up; the
@@ -99,11 +159,14 @@ class DelegationReport:
     methods: dict[str, MethodReport]
 
     def to_dict(self) -> dict:
-        return {name: {"partitions": [asdict(p) for p in m.partitions],
-                       "delegated_ops": m.delegated_ops,
-                       "num_delegated_ops": sum(m.delegated_ops.values()),
-                       "cpu_ops": [asdict(c) for c in m.cpu_ops],
-                       "num_cpu_ops": len(m.cpu_ops),
+        return {name: {"partitions": [p.to_dict() for p in m.partitions],
+                       "delegated_ops": m.delegated_compute_ops,
+                       "num_delegated_ops": sum(m.delegated_compute_ops.values()),
+                       "num_delegated_quant_ops": m.num_delegated_quant_ops,
+                       "cpu_ops": [c.to_dict() for c in m.cpu_ops],
+                       "cpu_op_groups": m.cpu_op_groups(),
+                       "num_cpu_ops": m.num_cpu(COMPUTE),
+                       "num_cpu_quant_ops": m.num_cpu(QUANTIZE),
                        "planned_memory_bytes": m.planned_memory_bytes,
                        "totals": m.totals()}
                 for name, m in self.methods.items()}
@@ -111,20 +174,22 @@ class DelegationReport:
     def __str__(self) -> str:
         lines = []
         for name, m in self.methods.items():
+            ops = m.delegated_compute_ops
             lines.append(f"method {name}: {len(m.partitions)} partition(s), "
-                         f"{sum(m.delegated_ops.values())} delegated op(s), {len(m.cpu_ops)} CPU op(s)")
+                         f"{counts_text(sum(ops.values()), m.num_delegated_quant_ops, 'delegated op')}, "
+                         f"{counts_text(m.num_cpu(COMPUTE), m.num_cpu(QUANTIZE), 'CPU op')}")
             for p in m.partitions:
                 lines.append(f"  partition {p.index} [{p.backend}] {p.num_inputs} in / {p.num_outputs} out, "
                              f"{p.payload_bytes} bytes")
-            if m.partitions:
-                width = max(len(op) for op in m.delegated_ops)
+            if ops:
+                width = max(len(op) for op in ops)
                 lines.append(f"  {'delegated op'.ljust(width)}  count")
-                lines += [f"  {op.ljust(width)}  {n}" for op, n in m.delegated_ops.items()]
-            if m.cpu_ops:
-                wn = max(len("node"), *(len(c.node) for c in m.cpu_ops))
-                wo = max(len("CPU op"), *(len(c.op) for c in m.cpu_ops))
-                lines.append(f"  {'node'.ljust(wn)}  {'CPU op'.ljust(wo)}  reason")
-                lines += [f"  {c.node.ljust(wn)}  {c.op.ljust(wo)}  {c.reason or '-'}" for c in m.cpu_ops]
+                lines += [f"  {op.ljust(width)}  {n}" for op, n in ops.items()]
+            groups = m.cpu_op_groups()
+            if groups:
+                wo = max(len("CPU op"), *(len(g["op"]) for g in groups))
+                lines.append(f"  count  {'CPU op'.ljust(wo)}  reason")
+                lines += [f"  {g['count']:5d}  {g['op'].ljust(wo)}  {g['reason'] or '-'}" for g in groups]
         return "\n".join(lines)
 
 
@@ -177,6 +242,7 @@ def method_report(ep, *, payloads: bool = True) -> MethodReport:
                          "pte_report(executorch_program.buffer) for the serialized program")
     report = MethodReport()
     analysis = SupportAnalysis(ConstantSource(ep), CompileOptions())
+    pattern = _name_generalizer(gm.graph)
     for node in gm.graph.nodes:
         if _is_delegate_call(node):
             lowered = getattr(gm, node.args[0].target)
@@ -189,13 +255,43 @@ def method_report(ep, *, payloads: bool = True) -> MethodReport:
                 len(report.partitions), lowered.backend_id, dict(sorted(ops.items())), len(node.args) - 1,
                 len(out) if isinstance(out, (list, tuple)) else 1, len(lowered.processed_bytes), payload))
         elif node.op == "call_function":
-            if node.target is operator.getitem and _is_delegate_call(node.args[0]):
+            kind = edge_kind(node)
+            if kind is None:  # no kernel call: getitem, a view ExecuTorch aliases
                 continue
             # The partitioner's verdict (same checks, on the graph it partitioned) when
             # the node carries it; else the checks again, on this graph.
             reason = node.meta.get(CPU_REASON_KEY) or analysis.reason(node) or "not delegated"
-            report.cpu_ops.append(CpuOp(node.name, op_name(node), reason))
+            report.cpu_ops.append(CpuOp(node.name, op_name(node), reason, kind, pattern(reason)))
     return report
+
+
+_NAME_TOKEN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?!\w|\.\w)")
+
+
+def _name_generalizer(graph):
+    """reason -> the reason with every node name in it replaced by <node>:
+    the names of this graph's nodes and of the nodes they come from (a
+    decomposed aten.linear is named in its parts' reasons). Plain words
+    (a placeholder called ``x`` or ``input``) stay: only names with an
+    underscore or a digit are replaced."""
+    names = set()
+
+    def add(sources):
+        for src in sources or ():
+            names.add(getattr(src, "name", None))
+            add(getattr(src, "from_node", None))
+
+    for n in graph.nodes:
+        names.add(n.name)
+        add(n.meta.get("from_node"))
+    names = {x for x in names if isinstance(x, str) and any(c == "_" or c.isdigit() for c in x)}
+
+    def generalize(reason: str | None) -> str | None:
+        if reason is None:
+            return None
+        return _NAME_TOKEN.sub(lambda m: "<node>" if m.group(0) in names else m.group(0), reason)
+
+    return generalize
 
 
 def _is_memory_planning_op(node) -> bool:
@@ -266,8 +362,8 @@ def pte_report(pte: bytes) -> DelegationReport:
                         len(report.partitions), d.id, payload.xts3_ops if payload else {},
                         n_in, n_args - n_in, len(blob), payload))
                 elif kind == "KernelCall":
-                    op = plan.operators[instr.instr_args.op_index]
-                    report.cpu_ops.append(CpuOp(f"kernel_call_{kernel_calls}", _kernel_name(op), None))
+                    name = _kernel_name(plan.operators[instr.instr_args.op_index])
+                    report.cpu_ops.append(CpuOp(f"kernel_call_{kernel_calls}", name, None, kernel_kind(name)))
                     kernel_calls += 1
         methods[plan.name] = report
     return DelegationReport(methods)
