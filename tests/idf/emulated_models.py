@@ -127,7 +127,7 @@ def cpu_op_at_each_end():
 # The models of tests/runtime/test_standard_modules_*.py, as users write them:
 # recurrent layers and attention on the delegate, dilated / grouped convs
 # staged onto ESP-NN's dense conv (the S3 SIMD paths).
-def _standard(test_module: str, name: str):
+def _standard(test_module: str, name: str, table: str = "MODELS"):
     import importlib
     import sys
     from pathlib import Path
@@ -137,7 +137,7 @@ def _standard(test_module: str, name: str):
     runtime_tests = str(Path(__file__).resolve().parents[1] / "runtime")
     if runtime_tests not in sys.path:
         sys.path.insert(0, runtime_tests)  # the test modules import their harness from there
-    build, shape = importlib.import_module(test_module).MODELS[name]
+    build, shape = getattr(importlib.import_module(test_module), table)[name]
     torch.manual_seed(0)
     model = build().eval()
     return model, (torch.randn(shape),)
@@ -154,12 +154,12 @@ def lstm_kws():
 
 def transformer_encoder():
     """nn.TransformerEncoder of nn.TransformerEncoderLayer (pre-norm, gelu)."""
-    return _standard("test_standard_modules_attention", "encoder_pre_norm_gelu")
+    return _standard("test_standard_modules_attention", "encoder_pre_norm_gelu", "DELEGATED")
 
 
 def causal_encoder():
     """nn.TransformerEncoder with the square subsequent mask (MASKED_SOFTMAX)."""
-    return _standard("test_standard_modules_attention", "encoder_causal")
+    return _standard("test_standard_modules_attention", "encoder_causal", "DELEGATED")
 
 
 def tcn_dilated():
