@@ -52,6 +52,23 @@ def test_a_plan_at_the_bound_where_first_fit_leaves_a_hole():
     _assert_disjoint_while_live(g, plan.offsets)
 
 
+def test_a_bound_no_plan_reaches():
+    """The bound is not always reachable (docs/performance.md, section 1):
+    64 B live at every step, yet no 64 B plan exists. Steps 0 and 4 (two
+    32 B tensors each) put b (32 B, steps 0-1) and g (32 B, steps 3-4) each
+    on one half of the arena. At step 1, c and d (16 B, steps 1-2 and 1-3)
+    fill the half b leaves; at step 3, d and f (16 B, steps 2-3) fill the
+    half g leaves. d is in both, so b and g share a half, and at step 2 c, d
+    and f are all in the other: 48 B in 32. The planner makes the least
+    arena there is, 80 B."""
+    # a to h, in this order
+    g = _graph([(0, 0, 32), (0, 1, 32), (1, 2, 16), (1, 3, 16), (2, 2, 16), (2, 3, 16), (3, 4, 32), (4, 4, 32)])
+    plan = plan_arena(g)
+    assert liveness(g).lower_bound() == 64
+    assert plan.arena_size == 80
+    _assert_disjoint_while_live(g, plan.offsets)
+
+
 def _tcn(in_channels: int, blocks: int, channels: int = 32, steps: int = 64):
     torch = pytest.importorskip("torch")
     nn, F = torch.nn, torch.nn.functional
