@@ -3,10 +3,12 @@ timeline, both by the arena rule the parser enforces (memory.arena_rule:
 lifetimes, and the alias classes -- views and in-place outputs -- that may
 share bytes).
 
-The bound counts each alias class once at every step, so it is the least
-arena any plan the parser accepts can have for this execution order: max
-over steps (and over the graph inputs, written together before op 0) of the
-16-byte-aligned sizes of the classes live then.
+The bound counts each alias class once at every step, so no plan the
+parser accepts for this execution order is smaller: max over steps (and
+over the graph inputs, written together before op 0) of the
+16-byte-aligned sizes of the classes live then. A plan that small need not
+exist; the planner reaches it on every graph the tests pin
+(memory.arena_plan).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class ArenaStep:
 
 
 def arena_lower_bound(blob_or_summary) -> int:
-    """Least arena (bytes) any accepted plan can have for the blob's op order."""
+    """Bytes no accepted plan for the blob's op order is below (the most live at one step)."""
     return liveness(ArenaGraph.from_summary(parse(blob_or_summary))).lower_bound()
 
 

@@ -24,7 +24,7 @@ class OpMetrics:
 @dataclass(frozen=True)
 class PayloadMetrics:
     arena_bytes: int  # the blob's planned activation arena (header)
-    arena_lower_bound: int  # least arena for this op order (analysis.liveness)
+    arena_lower_bound: int  # no plan for this op order is smaller (analysis.liveness)
     scratch_bytes: int  # this build's scratch (0 on the host's ANSI kernels)
     macs: int
     s3_simd_macs: int

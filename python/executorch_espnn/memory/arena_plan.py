@@ -2,10 +2,19 @@
 
 Tensors that are live at the same step never share bytes, except the alias
 classes of the arena rule (memory.arena_rule), each planned as one block
-over the union of its members' lifetimes. Greedy first-fit, tried in a few
-orders (largest first, then by first use, then by size x lifetime); the
-smallest arena wins. Liveness.lower_bound() is what these plans are measured
-against; on the op corpus and the zoo they reach it (tests/memory).
+over the union of its members' lifetimes. Liveness.lower_bound(), the most
+bytes live at one step, is what a plan is measured against: none is smaller.
+
+Two stages. Greedy first-fit, tried in a few orders (largest first, then by
+first use, then by size x lifetime), the smallest arena kept: cheap, and at
+the bound on most graphs. First-fit can leave a hole no later block fits (a
+dilated TCN: each residual is live over a whole block, the padded maps
+beside it grow with the dilation, and first-fit puts the residual wherever
+the previous block left room); where its arena is above the bound, a search
+for a plan at the bound (``pack_at``). The bound is not guaranteed: placing
+blocks of fixed lifetimes is NP-hard, and the search tries only offsets
+flush with an edge, within a budget. When it finds no plan, the first-fit
+plan stays and the arena is above the bound (the reports print both).
 """
 
 from __future__ import annotations
@@ -73,7 +82,11 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
         sorted(blocks, key=lambda r: (blocks[r][0], -blocks[r][2], r)),
         sorted(blocks, key=lambda r: (-blocks[r][2] * (blocks[r][1] - blocks[r][0] + 1), r)),
     ]
-    block_offsets, _ = min((place(o) for o in orders), key=lambda p: p[1])
+    block_offsets, arena = min((place(o) for o in orders), key=lambda p: p[1])
+    bound = lv.lower_bound()
+    if arena > bound:
+        at_bound = pack_at(bound, blocks, pinned)
+        block_offsets = block_offsets if at_bound is None else at_bound
     offsets = dict(pinned_offsets)
     for t, r in lv.root.items():
         if t not in g.pinned:
@@ -85,3 +98,75 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
             offsets[t] = 0
     end = max((offsets[t] + g.nbytes[t] for t in offsets), default=0)
     return ArenaPlan(offsets, aligned(end))
+
+
+# pack_at gives up after this many partial plans per block to place: the
+# search is exponential in the worst case, and plan_arena runs for every
+# candidate op order and fused schedule. The TCNs of
+# tests/memory/test_arena_bound.py needed at most 8 per block.
+SEARCH_NODES_PER_BLOCK = 64
+
+
+def pack_at(cap: int, blocks: dict[int, tuple[int, int, int]],
+            fixed: Sequence[tuple[int, int, int, int]] = ()) -> dict[int, int] | None:
+    """Offsets for ``blocks`` (root -> (first step, last step, bytes)) with
+    every byte below ``cap``, clear of each other where their lifetimes
+    overlap and of the ``fixed`` spans ((offset, end, first, last)), or None
+    when the search finds none within its budget.
+
+    Depth-first over the blocks in order of first step, so that a block
+    meets, when it is placed, every block placed before it that it must
+    avoid (those still live; later ones avoid it in turn), each at an offset
+    flush with an edge (_candidates), lowest first: first-fit is the first
+    path tried. A dead end is remembered by all it depends on, the offsets
+    of the blocks still live, so no state is searched twice.
+    """
+    order = sorted(blocks, key=lambda r: (blocks[r][0], -blocks[r][2], r))
+    offsets: dict[int, int] = {}
+    dead: set = set()
+    frames: list = []  # per block being placed: (state, iterator over the offsets left to try)
+    budget = SEARCH_NODES_PER_BLOCK * len(order)
+    advance = True
+    while True:
+        if advance:  # every open frame's block is placed: open the next block's
+            if len(frames) == len(order):
+                return offsets
+            budget -= 1
+            if budget < 0:
+                return None
+            r = order[len(frames)]
+            state = (len(frames), frozenset((q, o) for q, o in offsets.items() if blocks[q][1] >= blocks[r][0]))
+            tries = [] if state in dead else _candidates(cap, blocks[r][2],
+                                                         _obstacles(blocks[r], blocks, offsets, fixed))
+            frames.append((state, iter(tries)))
+        state, tries = frames[-1]
+        r = order[len(frames) - 1]
+        offsets.pop(r, None)
+        offset = next(tries, None)
+        advance = offset is not None
+        if advance:
+            offsets[r] = offset
+            continue
+        dead.add(state)  # no offset of this block leads to a plan from here
+        frames.pop()
+        if not frames:
+            return None
+
+
+def _obstacles(block: tuple[int, int, int], blocks: dict[int, tuple[int, int, int]], offsets: dict[int, int],
+               fixed: Sequence[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
+    """(offset, end) of the placed and fixed blocks live at some step of ``block``'s."""
+    first, last, _ = block
+    spans = [(o, o + blocks[q][2]) for q, o in offsets.items() if not (blocks[q][1] < first or last < blocks[q][0])]
+    return spans + [(o, e) for o, e, f, l in fixed if not (l < first or last < f)]
+
+
+def _candidates(cap: int, size: int, spans: list[tuple[int, int]]) -> list[int]:
+    """Offsets, lowest first, where ``size`` bytes fit below ``cap`` clear of
+    ``spans``, flush against an edge: 0, ``cap``, a span's end or start.
+    Only these: a block that must rest on one placed after it (neither flush
+    with anything live when it starts) is missed, but trying every offset
+    would let the search spend its budget on the last blocks' offsets
+    before it revisits an early choice."""
+    edges = {0, cap - size} | {e for _, e in spans} | {o - size for o, _ in spans}
+    return [c for c in sorted(edges) if 0 <= c <= cap - size and all(c + size <= o or e <= c for o, e in spans)]

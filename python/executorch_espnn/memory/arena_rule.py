@@ -154,8 +154,9 @@ class Liveness:
         return sum(cls[r][2] for r in {self.root[t] for t in tensors})
 
     def lower_bound(self) -> int:
-        """The least arena of any plan the parser accepts for this op order:
-        the most bytes of alias classes live at one step."""
+        """The most bytes of alias classes live at one step: no plan the
+        parser accepts for this op order is smaller. Not always reached
+        (memory.arena_plan says when the planner does)."""
         return max(self.class_bytes(self.live_at(s)) for s in range(-1, len(self.graph.ops)))
 
 

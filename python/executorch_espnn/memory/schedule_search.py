@@ -34,8 +34,9 @@ that fits). First the smallest reachable bound P*: every chain split to
 minimise its busiest step. Then, for the target T (P*, or the budget), every
 chain split for the least (recomputed MACs, regions) whose steps are all
 <= T. The planner's arena for the chosen regions (plan_arena) is what is
-reported and checked against the budget; where its first-fit packing ends
-above the bound, the search retries with a lower target.
+reported and checked against the budget; where its packing ends above the
+bound (memory.arena_plan: not always avoidable), the search retries with a
+lower target.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Schedule:
     regions: tuple  # memory.band_schedule.FusedRegion, in op order; () = layer by layer
     peak: int  # planned arena with these regions, bytes
     layer_peak: int  # planned arena layer by layer, bytes
-    layer_bound: int  # least arena of any layer-by-layer plan (the lower bound), bytes
+    layer_bound: int  # lower bound of any layer-by-layer plan's arena (none is smaller), bytes
     recomputed_macs: int  # halo MACs computed more than once
     total_macs: int  # MACs of the graph layer by layer (0 when there are no regions: nothing to compare)
     budget: int | None = None
@@ -327,7 +328,7 @@ class _Chains:
         return None if best[n] is None else best[n][1]
 
 
-# A planned arena above the bound it was chosen for (first-fit packing) is
+# A planned arena above the bound it was chosen for (the packing missed it) is
 # retried with the target lowered by the excess, at most this many times.
 _RETRIES = 4
 
@@ -356,7 +357,7 @@ def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) ->
     if mode == "auto" and floor >= costs.layer_bound():  # fusion does not lower this graph's peak
         return _check_budget(layer, budget)
     # Candidates: the cheapest split and the most-fused split of every run,
-    # judged by the planner's real arena (first-fit packing can put two
+    # judged by the planner's real arena (its packing can put two
     # schedules with the same bound on different arenas).
     found: dict = {}
     goal = floor if budget is None else budget
@@ -404,8 +405,8 @@ def fused_floor(graph: ArenaGraph, costs: BandCosts | None = None) -> tuple[int,
 def payload_schedule(blob: bytes) -> dict:
     """What a payload's schedule is and costs, read from the payload with
     the native parser: the report's per-partition figures
-    (docs/report-schema.json, payload): ``arena_layer_bound`` (least arena
-    of any layer-by-layer plan of this op order), ``recomputed_macs`` and
+    (docs/report-schema.json, payload): ``arena_layer_bound`` (no
+    layer-by-layer plan of this op order is smaller), ``recomputed_macs`` and
     ``recompute_percent`` (halo MACs of the fused regions), ``schedule``
     (one line) and ``fused_regions``."""
     graph, regions = _graph_and_regions(BandGraph(bytes(blob)))

@@ -39,8 +39,8 @@ class PayloadSummary:
     num_outputs: int
     xts3_ops: dict[str, int]  # XTS3 opcode -> count
     arena_bytes: int  # activation arena the payload plans (allocated at init)
-    arena_lower_bound: int  # least arena any accepted plan has for this op order (and these fused regions)
-    arena_layer_bound: int  # least arena of a layer-by-layer plan of this op order (no fused regions)
+    arena_lower_bound: int  # no accepted plan of this op order (and these fused regions) is smaller
+    arena_layer_bound: int  # the same for a layer-by-layer plan of this op order (no fused regions)
     recomputed_macs: int  # MACs the fused regions compute more than once (halo rows)
     recompute_percent: float  # recomputed_macs / layer-by-layer MACs, in %
     schedule: str  # one line: layer-by-layer, or the fused regions and their cost
