@@ -158,7 +158,7 @@ class Layer:
     """One int8 activation: what produced it and the reference's codes for it."""
 
     name: str
-    kind: str  # "conv2d", "linear", "mean", "max_pool2d", "cat", "add", "requantize", "move", "input"
+    kind: str  # an aten op name (conv2d, linear, ...), "mean", "max_pool", "avg_pool", "requantize", "move", "input"
     integer: torch.Tensor | None  # the kernel's specified integer result (None: same as exact)
     exact: torch.Tensor | None  # the layer's real result rounded once, to nearest (None: no arithmetic)
     right_shifts: list = field(default_factory=list)  # conv family: QuantizeMultiplier's right shift per channel

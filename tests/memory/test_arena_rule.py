@@ -86,7 +86,9 @@ def _zoo_payloads() -> list[tuple[str, bytes]]:
     out = []
     for name, make in zoo.items():
         model, example = make()
-        edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example))
+        # Strict: every zoo model is fully delegable (the table in models/__init__.py), checked here for free.
+        edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example),
+                             allow_cpu_fallback=False)
         out += [(f"{name}[{i}]", p) for i, p in enumerate(delegate_payloads(edge))]
     return out
 
