@@ -103,8 +103,7 @@ def test_conv_layers_differ_from_convert_pt2e_only_by_the_double_rounding(case, 
 def test_unet_output_is_the_integer_chain_and_its_distance_is_the_double_rounding_grown(unet):
     """End to end: the program (lowered without taps) is the integer chain with the
     kernels' rounding, exactly; convert_pt2e is 2-3 steps off on ~40 % of the output
-    elements; the same chain rounding every layer once is convert_pt2e's output
-    (seed 0: exactly)."""
+    elements; the same chain rounding every layer once is (nearly) convert_pt2e's output."""
     from executorch_espnn import to_espnn_edge
     from executorch_espnn.runtime import run_edge_program
 
@@ -123,4 +122,6 @@ def test_unet_output_is_the_integer_chain_and_its_distance_is_the_double_roundin
     assert steps(kernel, program).max() == 0
     program = steps(program, pt2e)
     assert 2 <= program.max() <= 4 and 0.2 < (program > 0).float().mean() < 0.6
-    assert (steps(once, pt2e) > 0).float().mean() < 0.02
+    # (Measured: 0. A single step of convert_pt2e's own float rounding, which moves with the
+    # host's ISA, can grow here too: 5 % of the elements on another input.)
+    assert (steps(once, pt2e) > 0).float().mean() < 0.1
