@@ -6,7 +6,9 @@ QuantizeMultiplier, activation ranges, the add/softmax/mean/hard-swish
 recipes. Scales are rounded to float32 first, as TFLite stores them, so the
 results are bit-identical to what esp-tflite-micro passes to ESP-NN (the
 golden vectors in tests/kernels check every formula here against the real
-library's cases).
+library's cases) — except the mean and requantize multipliers
+(single_rounding_multiplier), which round once where TFLM's recipes round
+twice.
 """
 
 from __future__ import annotations
@@ -111,11 +113,58 @@ def softmax_params(s_in: float, beta: float = 1.0) -> dict:
     return dict(input_mult=mult, input_left_shift=shift, diff_min=diff_min)
 
 
+def single_rounding_multiplier(real: float, max_abs: int) -> tuple[int, int]:
+    """(mult, shift) such that MBQM(x, mult, shift) is x * real rounded to nearest
+    once (half away from zero) for every |x| <= max_abs, up to the int32
+    multiplier's error.
+
+    QuantizeMultiplier's normalized multiplier (m in [2^30, 2^31)) needs a right
+    shift of -log2(real) bits, and MBQM rounds twice: SRDHM to 2^-shift of a
+    step, then RoundingDivideByPOT. A value whose fraction lies within
+    2^-(shift+1) below one half of a step is rounded up, so with a shift of 1
+    (real in [0.25, 0.5)) a quarter of all values land one step above x * real
+    rounded. With shift 0 and mult = real * 2^31 unnormalized, MBQM is the
+    single rounding of SRDHM; its error is |x| * |mult * 2^-31 - real|
+    <= max_abs * 2^-32 steps. Of the right shifts whose multiplier fits int32,
+    the one that bounds (double-rounding error + multiplier error) lowest is
+    taken: 0 whenever max_abs * 2^-32 is below 1/4 (all int8 inputs, and any
+    sum of up to 2^22 of them). real >= 1 takes the smallest left shift that
+    fits mult in int32 (one rounding, as with QuantizeMultiplier).
+    """
+    if real <= 0.0:
+        raise ValueError(f"multiplier {real} must be positive")
+    if real >= 1.0:
+        ls = 1
+        while round(real * 2.0 ** (31 - ls)) > INT32_MAX:
+            ls += 1
+        return int(round(real * 2.0 ** (31 - ls))), ls
+    best = None
+    for rs in range(32):
+        m = int(round(real * 2.0 ** (31 + rs)))
+        if m > INT32_MAX:
+            break
+        bound = (2.0 ** -(rs + 1) if rs else 0.0) + max_abs * abs(m * 2.0 ** -(31 + rs) - real)
+        if best is None or bound < best[0]:
+            best = (bound, m, -rs)
+    return best[1], best[2]
+
+
 def mean_params(s_in: float, s_out: float, n: int) -> tuple[int, int]:
-    """Mean over N = H*W elements with 1/N folded into (mult, shift), as TFLM does."""
-    m, s = quantize_multiplier(f32(s_in) / f32(s_out))
-    k = min(int(math.floor(math.log2(n))), 32, 31 + s)
-    return (m << k) // n, s - k
+    """(mult, shift) for MEAN_HW over N = H*W elements: MBQM(sum - N*zp_in, mult,
+    shift) rounds sum * s_in / (N * s_out) to nearest once
+    (single_rounding_multiplier; |sum| <= 255 N).
+
+    Not TFLM's QuantizedMeanOrSum recipe, which folds 1/N into a normalized
+    multiplier (m << floor(log2 N)) // N with shift s - floor(log2 N): that
+    leaves a right shift of one or two bits for the usual scale ratios, so MBQM
+    rounds twice. On VWW MobileNetV1-0.25's global pool (s_in / s_out = 2.27,
+    N = 9: shift -1) 28 % of the outputs came out one step above the rounded
+    mean, the largest per-layer difference from the convert_pt2e model
+    (tests/aot/test_layerwise_reference.py). ESP-NN's mean kernels (ANSI and
+    the ESP32-S3 C version) apply the same MBQM to any int32 multiplier.
+    """
+    # float64 division: relative error 2^-52, far below the int32 multiplier's.
+    return single_rounding_multiplier(f32(s_in) / f32(s_out) / n, 255 * n)
 
 
 def hard_swish_params(s_in: float, s_out: float) -> dict:

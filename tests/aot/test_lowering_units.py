@@ -113,3 +113,42 @@ def test_espnn_uint16_geometry_limit_is_checked(quantize, monkeypatch):
     monkeypatch.setattr(limits, "runtime_limits", lambda: {**real, "max_kernel_dim": 8})
     msg = _strict_error(quantize, torch.nn.Conv2d(3, 4, 3), (torch.randn(1, 3, 6, 12),))
     assert "input width = 12 exceeds ESP-NN's uint16 limit 8" in msg
+
+
+@pytest.mark.parametrize("ratio", [0.2917, 0.4431, 0.7129, 1.618])
+def test_requantize_rounds_once_like_the_quantize_it_lowers(quantize, ratio):
+    """quantize(dequantize(x)) with new parameters (which EspNNQuantizer does not
+    emit, other quantizers do) becomes REQUANTIZE, whose output is the convert_pt2e
+    graph's quantize of the same int8 input on every element. QuantizeMultiplier's
+    normalized multiplier for a scale ratio in [0.25, 0.5) leaves a right shift of
+    1, and MBQM then rounded a quarter of the codes twice (one step off)."""
+    from executorch_espnn import delegate_payloads, to_espnn_edge
+    from executorch_espnn.runtime import run_edge_program
+    from aot_harness import op_names
+
+    x = (torch.randn(4, 3, 16, 16),)
+    torch.manual_seed(0)
+    converted = quantize(torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()), x)
+    out = converted.graph.output_node()
+    (dq,) = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    s1 = float(dq.args[1])
+    s2, zp2 = s1 / ratio, -20
+    g = converted.graph
+    with g.inserting_after(dq):
+        q2 = g.call_function(qd.quantize_per_tensor.default, (dq, s2, zp2, -128, 127, torch.int8))
+    with g.inserting_after(q2):
+        dq2 = g.call_function(qd.dequantize_per_tensor.default, (q2, s2, zp2, -128, 127, torch.int8))
+    out.args = ((dq, dq2),)  # the conv's int8 output too: REQUANTIZE's input as the device has it
+    converted.graph._codegen.pytree_info = converted.graph._codegen.pytree_info._replace(out_spec=None)
+    converted.recompile()
+    edge = to_espnn_edge(torch.export.export(converted, x))
+    (blob,) = delegate_payloads(edge)
+    assert "REQUANTIZE" in op_names(blob)
+    (conv_out, got), _ = run_edge_program(edge, list(x))
+    assert len(torch.unique(conv_out)) > 40  # many input codes exercised
+    want = qd.quantize_per_tensor.default(conv_out, s2, zp2, -128, 127, torch.int8)
+    got = torch.round(got.double() / s2).to(torch.int8) + zp2
+    # Within float32's error of a half step PyTorch's rounding may go either way.
+    real = (torch.round(conv_out.double() / s1) * s1 / s2).numpy()
+    tie = np.abs(np.abs(real - np.trunc(real)) - 0.5) < 1e-5
+    assert (torch.from_numpy(~tie) & (got != want)).sum() == 0

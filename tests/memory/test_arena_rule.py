@@ -3,8 +3,9 @@
 The planner places tensors by the rule and the analysis derives the lower
 bound from it, so both are only right if the rule allows exactly the aliases
 the parser's CheckArenaPlan accepts. Checked here on every payload of the op
-corpus and of the zoo models (at 96x96 where the zoo's default is 224; the
-alias structure does not depend on the resolution):
+corpus and of the zoo models (at 96x96 where the zoo's default is 224, 32x32
+for the VWW MobileNet, the U-Net and the detector; the alias structure does not
+depend on the resolution):
 
 * every alias the rule forms is accepted (the planner's plan, which uses all
   of them, parses), and every alias it refuses is rejected (the same plan
@@ -76,12 +77,18 @@ def _zoo_payloads() -> list[tuple[str, bytes]]:
     zoo = {"tiny_cnn": M.tiny_cnn, "digits_cnn": M.digits_cnn, "ds_cnn": M.ds_cnn,
            "mobilenet_v2_96": lambda: M.mobilenet_v2(num_classes=10, resolution=96),
            "mobilenet_v3_small_96": lambda: M.mobilenet_v3_small(num_classes=10, resolution=96),
-           "small_vit": M.small_vit}
-    assert set(M.ZOO) <= {k.removesuffix("_96") for k in zoo}, "a zoo model is missing here"
+           "small_vit": M.small_vit, "resnet8": M.resnet8,
+           "vww_mobilenet_v1_32": lambda: M.vww_mobilenet_v1(resolution=32),
+           "ad_autoencoder": M.ad_autoencoder, "har_cnn": M.har_cnn, "tcn": M.tcn, "gru_kws": M.gru_kws,
+           "unet_32": lambda: M.unet(resolution=32),
+           "two_head_detector_32": lambda: M.two_head_detector(resolution=32)}
+    assert set(M.ZOO) <= {re.sub(r"_\d+$", "", k) for k in zoo}, "a zoo model is missing here"
     out = []
     for name, make in zoo.items():
         model, example = make()
-        edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example))
+        # Strict: every zoo model is fully delegable (the table in models/__init__.py), checked here for free.
+        edge = to_espnn_edge(torch.export.export(quantize(model, example, [example]), example),
+                             allow_cpu_fallback=False)
         out += [(f"{name}[{i}]", p) for i, p in enumerate(delegate_payloads(edge))]
     return out
 
@@ -129,12 +136,23 @@ def test_rule_equals_the_parser_on_every_alias_of_every_payload(payloads):
     assert formed >= 50 and refused >= 5
 
 
+# Payloads whose plan is above the bound today, each with the reason. Each must
+# still be above it: when the planner reaches the bound, this test fails until
+# the entry is removed.
+KNOWN_ABOVE_BOUND: set[str] = set()  # none since the planner searches for a plan at the bound (issue 29)
+
+
 def test_the_planner_reaches_the_bound_on_every_payload(payloads):
     for name, blob in payloads:
         s = _native.parse(blob)
         g = ArenaGraph.from_summary(s)
         bound = liveness(g).lower_bound()
-        assert plan_arena(g).arena_size == bound == s["arena_bytes"] == arena_lower_bound(blob), name
+        assert bound == arena_lower_bound(blob) and plan_arena(g).arena_size == s["arena_bytes"], name
+        if name in KNOWN_ABOVE_BOUND:
+            assert s["arena_bytes"] > bound, f"{name} reaches the bound now: remove it from KNOWN_ABOVE_BOUND"
+        else:
+            assert s["arena_bytes"] == bound, name
+    assert KNOWN_ABOVE_BOUND <= {name for name, _ in payloads}
 
 
 def test_planned_payloads_compute_what_the_stored_plan_computes(payloads):

@@ -68,17 +68,26 @@ def test_matches_tflm_formula(n, h, w, c, s_in, zp_in, s_out, zp_out, keepdims):
     np.testing.assert_array_equal(got, mean_oracle(x, zp_in, zp_out, mult, shift))
 
 
-@pytest.mark.parametrize("n, h, w, c, s_in, zp_in, s_out, zp_out", CASES)
-def test_within_one_lsb_of_pytorch(n, h, w, c, s_in, zp_in, s_out, zp_out):
+# The global pool of VWW MobileNetV1-0.25 (96x96: a 3x3 map after ReLU) with the
+# scales EspNNQuantizer chose there: s_in / s_out = 2.27, so TFLM's fold of 1/9
+# leaves a right shift of 1 and rounded 28 % of the outputs twice.
+VWW_POOL = (4, 3, 3, 256, 0.020762315, -128, 0.0091458522, -128)
+
+
+@pytest.mark.parametrize("n, h, w, c, s_in, zp_in, s_out, zp_out", CASES + [VWW_POOL])
+def test_equals_pytorch_float_mean_rounded_once(n, h, w, c, s_in, zp_in, s_out, zp_out):
+    """The mean is the convert_pt2e model's (dequantize, float mean over H and W,
+    quantize) exactly: mean_params makes MBQM round once (quant_params.mean_params)."""
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(h * w).integers(-128, 128, (n, h, w, c), dtype=np.int8)
     mult, shift = qp.mean_params(s_in, s_out, h * w)
     params = dict(input_zero_point=zp_in, output_zero_point=zp_out, mult=mult, shift=shift)
     got = run_mean(x, (s_in, zp_in), (s_out, zp_out), params)
-    # PyTorch: dequantize, float mean over H and W, quantize to the output's parameters.
-    xf = (torch.from_numpy(x).to(torch.float64) - zp_in) * s_in
-    want = torch.clamp(torch.round(xf.mean(dim=(1, 2)) / s_out) + zp_out, -128, 127).to(torch.int16).numpy()
-    assert np.abs(got.astype(np.int16) - want).max() <= 1
+    xf = (torch.from_numpy(x).to(torch.float64) - zp_in) * float(np.float32(s_in))
+    real = (xf.mean(dim=(1, 2)) / float(np.float32(s_out))).numpy()
+    want = np.clip(np.round(real) + zp_out, -128, 127)
+    tie = np.abs(np.abs(real - np.trunc(real)) - 0.5) < 1e-9  # torch rounds half to even, MBQM away from 0
+    np.testing.assert_array_equal(np.where(tie, want, got), want)
 
 
 # ---------------------------------------------------------------- rejections

@@ -18,9 +18,36 @@ DEFAULT_RANDOM_BATCHES = 8
 # explains why (unless --tolerance-lsb makes it a gate). The integer kernels
 # and PyTorch's reference round each requantization independently: an op group
 # agrees within 1 LSB, and the +-1 flips propagate through deep networks
-# (MobileNetV2 224x224: 2 LSB, tests/aot/test_models.py bounds it at 3) and
-# across int8 -> float -> int8 CPU boundaries (tests/runtime/test_transformer_fallback.py).
-EXPECTED_DEVIATION_LSB = 3.0
+# (MobileNetV2 224x224: 2 LSB, tests/aot/test_models.py bounds it at 3; the
+# U-Net of the zoo 3) and across int8 -> float -> int8 CPU boundaries
+# (tests/runtime/test_transformer_fallback.py).
+EXPECTED_DEVIATION_LSB = 3
+
+
+def deviation_warning(verification: dict) -> str | None:
+    """The warning for outputs more than EXPECTED_DEVIATION_LSB steps from the
+    quantized PyTorch model (None if there are none): how far, and what that
+    distance is made of, as measured layer by layer against an exact integer
+    reference (tests/aot/test_layerwise_reference.py, docs/lowering.md)."""
+    # max_lsb is a difference of dequantized values over the step: whole steps up to float error.
+    far = [o for o in verification["quantized_model"]["outputs"]
+           if o["lsb"] is not None and o["max_lsb"] is not None and round(o["max_lsb"]) > EXPECTED_DEVIATION_LSB]
+    if not far:
+        return None
+    where = "; ".join(f"output {o['index']} is up to {round(o['max_lsb'])} steps from the quantized PyTorch model "
+                      f"({100 * o['differing_fraction']:.1f} % of its elements differ)" for o in far)
+    device = verification.get("device_runtime")
+    exact = device is not None and all(o["max_abs_diff"] == 0 and o["differing_fraction"] == 0
+                                       and not o["nonfinite_mismatches"] for o in device["outputs"])
+    same = ("The .pte computes bit for bit what the device runtime computes (checked above), so the distance is "
+            "arithmetic, not a runtime error. " if exact else "")
+    return (f"{where}, more than the {EXPECTED_DEVIATION_LSB} usual. {same}What int8 rounding does here: ESP-NN's "
+            "conv, depthwise, transposed-conv and fully connected kernels requantize as TFLite does "
+            "(MultiplyByQuantizedMultiplier rounds twice), which leaves up to about 0.5 % of each layer's outputs "
+            "one step from PyTorch's float result rounded once, and later layers amplify those steps, most where an "
+            "output's range is narrow (measured layer by layer on the zoo's VWW MobileNetV1, U-Net and detector: "
+            "every layer equals an exact integer reference, and this is the only difference; docs/lowering.md). "
+            "Judge the accuracy with --eval-data, or make the distance a gate with --tolerance-lsb")
 
 
 def add_parser(sub, parents) -> None:
@@ -164,12 +191,9 @@ def run(args: argparse.Namespace) -> int:
                 "a device build must link these kernels")
     runner = pipeline.HostRunner(pte, edge, use_pte=not missing)
     verification = pipeline.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
-    worst = max((o["max_lsb"] or 0.0 for o in verification["quantized_model"]["outputs"]), default=0.0)
-    if args.tolerance_lsb is None and worst > EXPECTED_DEVIATION_LSB:
-        warning(f"the program is up to {worst:g} output steps from the quantized PyTorch model (more than the "
-                f"{EXPECTED_DEVIATION_LSB:g} usual for deep networks): rounding differences between the integer "
-                "kernels and PyTorch's reference propagate layer by layer; check accuracy with --eval-data, or "
-                "make it a gate with --tolerance-lsb")
+    far = deviation_warning(verification) if args.tolerance_lsb is None else None
+    if far:
+        warning(far)
     accuracy = None
     if eval_data is not None:
         steps(f"accuracy on {eval_data.source} ({eval_data.samples} samples)")

@@ -20,7 +20,7 @@ import torch
 from torch.fx import Node
 
 from ..compile_spec import CompileOptions
-from ..quant_params import lut_from_function, quantize_multiplier
+from ..quant_params import lut_from_function, single_rounding_multiplier
 from ..serialization import Xts3Writer
 from .graph import ConstantSource, Subgraph, Unsupported, dtype_of, op_name, static_shape
 from . import limits as _limits
@@ -176,7 +176,10 @@ class LowerContext(CheckContext):
             return value
         if not qp.full_range:
             raise Unsupported(f"requantizing to the narrow range [{qp.qmin}, {qp.qmax}]")
-        mult, shift = quantize_multiplier(f32(value.qparams.scale) / f32(qp.scale))
+        # One rounding (REQUANTIZE's MBQM of |x - zp| <= 255): with QuantizeMultiplier's
+        # normalized multiplier a ratio in [0.25, 0.5) would round a quarter of the
+        # values twice, one step above the convert_pt2e model's requantize.
+        mult, shift = single_rounding_multiplier(f32(value.qparams.scale) / f32(qp.scale), 255)
         if not -31 <= shift <= 22:
             raise Unsupported(f"scale ratio {value.qparams.scale}/{qp.scale} is out of REQUANTIZE's range")
         dims = value.dims or value.physical

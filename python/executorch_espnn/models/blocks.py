@@ -41,7 +41,7 @@ def settle_batch_norm(model: nn.Module, batches, seed: int = 0, shift: float = 1
     """
     g = torch.Generator().manual_seed(seed)
     for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             m.reset_running_stats()
             m.momentum = None  # cumulative average over the batches
             m.weight.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
