@@ -152,8 +152,8 @@ def _model(fn: str, schedule: str = "auto"):
     return make
 
 
-# Every model of the zoo (executorch_espnn.models.ZOO, at its default size),
-# a GRU keyword spotter, then programs whose float CPU part (ExecuTorch's
+# Every model of the zoo (executorch_espnn.models.ZOO, at its default size,
+# a GRU keyword spotter among them), then programs whose float CPU part (ExecuTorch's
 # portable kernels: a bidirectional LSTM, cumsum, sin/cos) runs between or
 # around EspNNBackend delegates. The CPU part is float code compiled for the
 # chip, with the chip's libm: its outputs may differ from the host's in the
@@ -163,8 +163,8 @@ def _pte_models() -> dict[str, tuple[str, float]]:
     from executorch_espnn import models
 
     zoo = {name: (f"executorch_espnn.models:{name}", 0.0) for name in models.ZOO}
-    return {**zoo, "gru_kws": (f"{MODELS_FILE}:gru_kws", 0.0),
-            **{m: (f"{MODELS_FILE}:{m}", 1e-5) for m in ("lstm_after_conv", "cumsum_island", "cpu_op_at_each_end")}}
+    return {**zoo, **{m: (f"{MODELS_FILE}:{m}", 1e-5) for m in ("lstm_after_conv", "cumsum_island",
+                                                                 "cpu_op_at_each_end")}}
 
 
 PTE_MODELS = _pte_models()
@@ -278,13 +278,14 @@ RECORD_FIELDS = ("status", "stage", "msg", "arena", "scratch", "arena_mem", "scr
                  "method_pool", "ops", "runs", "refused")
 
 
-def run_suite(suite: Suite, label: str, b: idf_project.Build, path: Path, work: Path, commit: str) -> list[dict]:
+def run_suite(suite: Suite, label: str, b: idf_project.Build, path: Path, work: Path, state: dict) -> list[dict]:
     t0 = time.monotonic()
     run, per_case = emulated.run_counted(os.environ["ESPNN_QEMU_ESP"], b.build, path, work, timeout=5400)
     rows = []
     for name, rec in run.results.items():
         counts = per_case.get(name) or []
-        row = {"suite": suite.name, "case": name, "build": label, "commit": commit,
+        row = {"suite": suite.name, "case": name, "build": label, "commit": state["commit"],
+               "device_code_commit": state["device_code_commit"],
                **{k: rec[k] for k in RECORD_FIELDS if k in rec},
                "instructions": int(statistics.median(counts)) if counts else None}
         # The runner's status for a wrong output is "mismatch" (stage verify).
@@ -349,7 +350,7 @@ def main(argv=None) -> int:
         builds[spec.label] = build_facts(b, spec)
         for s in suites:
             if spec.label in s.builds:
-                rows += run_suite(s, spec.label, b, files[s.name], work, state["commit"])
+                rows += run_suite(s, spec.label, b, files[s.name], work, state)
         if args.work is None:
             shutil.rmtree(b.project, ignore_errors=True)
 
@@ -358,6 +359,8 @@ def main(argv=None) -> int:
             if not any(r["suite"] == s.name and r["build"] in builds for s in suites)]
     for r in keep:  # results from before rows named their commit: the previous run's rerun base, else its commit
         r.setdefault("commit", previous.get("partial_rerun_of") or previous.get("commit"))
+        r.setdefault("device_code_commit", previous.get("device_code_commit") if r["commit"] == previous.get("commit")
+                     else "unknown")
     evidence = {
         "schema": 1,
         "emulated": True,

@@ -47,14 +47,19 @@ def render(ev: dict) -> str:
                  f"`{ev['device_code_commit'][:12]}`), {ev['measured_utc']}, in {_n(ev.get('run_seconds'))} s "
                  f"of builds and emulation. **Emulated** (Espressif's QEMU): instructions, not cycles. "
                  f"**Nothing here ran on silicon.**")
-    # Each result names the commit it was measured at (results of a build or
-    # suite that a partial rerun did not redo keep theirs).
-    older = sorted({(c["suite"], c["build"], c["commit"]) for c in ev["cases"]
-                    if c.get("commit") not in (None, ev["commit"])})
+    # Each result names the commit it was measured at and that commit's device
+    # code: a result of a partial rerun's other builds or suites is current
+    # when its device code is the evidence's (the same program ran).
+    commits = sorted({c["commit"] for c in ev["cases"] if c.get("commit")} - {ev["commit"]})
+    if commits:
+        lines.append("Some results were measured at the earlier commit(s) " + ", ".join(f"`{c[:12]}`" for c in commits)
+                     + " with the same device code (each result's commit is in the JSON).")
+    older = sorted({(c["suite"], c["build"], c["device_code_commit"]) for c in ev["cases"]
+                    if c.get("device_code_commit") not in (None, ev["device_code_commit"])})
     if older:
-        lines.append("Not rerun at that commit (from an earlier run): "
+        lines.append("**Older device code** (not rerun since): "
                      + ", ".join(f"{s} on {b} (`{c[:12]}`)" for s, b, c in older) + ".")
-    elif ev.get("partial_rerun_of"):
+    elif ev.get("partial_rerun_of") and not all(c.get("commit") for c in ev["cases"]):
         lines.append(f"Some suites below are from the earlier run at `{ev['partial_rerun_of'][:12]}`.")
     tc = ev.get("toolchain") or {}
     if tc:
