@@ -339,8 +339,12 @@ def main(argv=None) -> int:
         return 0
     executorch = None
     if any(b.pte for b in specs):
-        # Each .pte suite writes its program next to it as <suite name without pte_>.pte.
-        ptes = [work / f"{s.name.removeprefix('pte_')}.pte" for s in suites if s.kind == "pte"]
+        # Each .pte suite writes its program next to it as <suite name without pte_>.pte. The
+        # build selects the CPU operators of every program made in this work directory, not only
+        # of this run's: one ExecuTorch build (cached per operator set) serves a partial rerun
+        # too, and a rerun of fully delegated programs alone (no CPU operator) still has one.
+        ptes = [p for p in (work / f"{s.name.removeprefix('pte_')}.pte" for s in SUITES if s.kind == "pte")
+                if p.is_file()]
         executorch = _executorch_for(ptes)
 
     rows, builds = [], {}
@@ -355,8 +359,9 @@ def main(argv=None) -> int:
             shutil.rmtree(b.project, ignore_errors=True)
 
     previous = json.loads(args.output.read_text()) if args.output.is_file() else {}
-    keep = [r for r in previous.get("cases", [])
-            if not any(r["suite"] == s.name and r["build"] in builds for s in suites)]
+    # Results of the other builds and suites stay, unless their suite is gone (renamed or removed).
+    keep = [r for r in previous.get("cases", []) if r["suite"] in {s.name for s in SUITES}
+            and not any(r["suite"] == s.name and r["build"] in builds for s in suites)]
     for r in keep:  # results from before rows named their commit: the previous run's rerun base, else its commit
         r.setdefault("commit", previous.get("partial_rerun_of") or previous.get("commit"))
         r.setdefault("device_code_commit", previous.get("device_code_commit") if r["commit"] == previous.get("commit")

@@ -41,6 +41,14 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _device_code(case: dict, ev: dict) -> str:
+    """The device code a result ran: its own record, else the evidence's when it
+    was measured at the evidence's commit, else not known."""
+    if case.get("device_code_commit"):
+        return case["device_code_commit"]
+    return ev["device_code_commit"] if case.get("commit") in (None, ev["commit"]) else "unknown"
+
+
 def render(ev: dict) -> str:
     lines = [BEGIN, ""]
     lines.append(f"Measured at commit `{ev['commit'][:12]}` ({ev['commit_date'][:10]}; device code last changed in "
@@ -50,15 +58,17 @@ def render(ev: dict) -> str:
     # Each result names the commit it was measured at and that commit's device
     # code: a result of a partial rerun's other builds or suites is current
     # when its device code is the evidence's (the same program ran).
-    commits = sorted({c["commit"] for c in ev["cases"] if c.get("commit")} - {ev["commit"]})
+    commits = sorted({c["commit"] for c in ev["cases"]
+                      if c.get("commit") and _device_code(c, ev) == ev["device_code_commit"]} - {ev["commit"]})
     if commits:
         lines.append("Some results were measured at the earlier commit(s) " + ", ".join(f"`{c[:12]}`" for c in commits)
                      + " with the same device code (each result's commit is in the JSON).")
-    older = sorted({(c["suite"], c["build"], c["device_code_commit"]) for c in ev["cases"]
-                    if c.get("device_code_commit") not in (None, ev["device_code_commit"])})
+    older = sorted({(c["suite"], c["build"], _device_code(c, ev), c.get("commit") or "?") for c in ev["cases"]
+                    if _device_code(c, ev) != ev["device_code_commit"]})
     if older:
-        lines.append("**Older device code** (not rerun since): "
-                     + ", ".join(f"{s} on {b} (`{c[:12]}`)" for s, b, c in older) + ".")
+        lines.append("**Older device code** (not rerun since): " + ", ".join(
+            f"{s} on {b} (measured at `{m[:12]}`, device code "
+            + (f"`{d[:12]}`)" if d != "unknown" else "not recorded)") for s, b, d, m in older) + ".")
     elif ev.get("partial_rerun_of") and not all(c.get("commit") for c in ev["cases"]):
         lines.append(f"Some suites below are from the earlier run at `{ev['partial_rerun_of'][:12]}`.")
     tc = ev.get("toolchain") or {}
