@@ -61,6 +61,10 @@ def load_callable(spec: str, what: str):
             raise UsageError(f"{what} {spec!r}: importing {module_name} failed: {type(e).__name__}: {e}") from e
     fn = getattr(module, attr, None)
     if fn is None:
+        zoo = getattr(module, "ZOO", None)
+        if isinstance(zoo, dict):  # a model zoo says which of its callables are models
+            raise UsageError(f"{what} {spec!r}: {module_name} has no attribute {attr!r} "
+                             f"(its models: {', '.join(zoo)})")
         # Functions first (the zoo's entry points), then classes and other callables.
         public = sorted((n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))),
                         key=lambda n: (not inspect.isfunction(getattr(module, n)), n))
