@@ -62,3 +62,13 @@ def seeded(seed: int):
 
 def random_input(shape, seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def settled_model(build, input_shape, seed: int, batch: int = 4):
+    """The zoo's contract for a network with batch norm: ``build()`` under
+    ``seed``, its statistics settled on ``batch`` random inputs of the example's
+    shape (seed + 1), and the example input (seed + 2)."""
+    with seeded(seed):  # also covers the dropout draws while BN settles
+        model = build()
+        settle_batch_norm(model, [random_input((batch, *input_shape[1:]), seed + 1)], seed=seed)
+    return model, (random_input(input_shape, seed + 2),)

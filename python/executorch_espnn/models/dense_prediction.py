@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import conv_bn, random_input, seeded, settle_batch_norm
+from .blocks import conv_bn, settled_model
 
 
 def _double_conv(cin: int, cout: int) -> nn.Sequential:
@@ -50,10 +50,7 @@ def unet(in_channels: int = 3, num_classes: int = 2, resolution: int = 64, seed:
     weights, BN statistics settled on random images."""
     if resolution % 4 or resolution < 4:
         raise ValueError(f"unet: resolution must be a positive multiple of 4, got {resolution}")
-    with seeded(seed):
-        model = UNet(in_channels, num_classes)
-        settle_batch_norm(model, [random_input((4, in_channels, resolution, resolution), seed + 1)], seed=seed)
-    return model, (random_input((1, in_channels, resolution, resolution), seed + 2),)
+    return settled_model(lambda: UNet(in_channels, num_classes), (1, in_channels, resolution, resolution), seed)
 
 
 class TwoHeadDetector(nn.Module):
@@ -84,7 +81,4 @@ def two_head_detector(num_classes: int = 2, anchors: int = 3, resolution: int = 
     settled on random images."""
     if resolution % 16 or resolution < 16:
         raise ValueError(f"two_head_detector: resolution must be a positive multiple of 16, got {resolution}")
-    with seeded(seed):
-        model = TwoHeadDetector(num_classes, anchors)
-        settle_batch_norm(model, [random_input((4, 3, resolution, resolution), seed + 1)], seed=seed)
-    return model, (random_input((1, 3, resolution, resolution), seed + 2),)
+    return settled_model(lambda: TwoHeadDetector(num_classes, anchors), (1, 3, resolution, resolution), seed)

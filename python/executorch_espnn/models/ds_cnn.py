@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import conv_bn, random_input, seeded, settle_batch_norm
+from .blocks import conv_bn, settled_model
 
 
 class DSCNN(nn.Module):
@@ -33,7 +33,4 @@ def ds_cnn(num_classes: int = 12, seed: int = 0):
     """DS-CNN on a [1,1,49,10] input (MFCC-shaped: 49 frames x 10
     coefficients). Random weights, BN statistics settled on random features.
     Fully delegable."""
-    with seeded(seed):  # also covers the dropout draws while BN settles
-        model = DSCNN(num_classes)
-        settle_batch_norm(model, [random_input((8, 1, 49, 10), seed + 1)], seed=seed)
-    return model, (random_input((1, 1, 49, 10), seed + 2),)
+    return settled_model(lambda: DSCNN(num_classes), (1, 1, 49, 10), seed, batch=8)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import conv_bn, random_input, seeded, settle_batch_norm
+from .blocks import conv_bn, settled_model
 
 
 class ResidualStack(nn.Module):
@@ -51,10 +51,7 @@ class ResNet8(nn.Module):
 def resnet8(num_classes: int = 10, seed: int = 0):
     """ResNet-8 on a [1,3,32,32] CIFAR-10-sized input. Random weights, BN
     statistics settled on random images. Fully delegable."""
-    with seeded(seed):
-        model = ResNet8(num_classes)
-        settle_batch_norm(model, [random_input((8, 3, 32, 32), seed + 1)], seed=seed)
-    return model, (random_input((1, 3, 32, 32), seed + 2),)
+    return settled_model(lambda: ResNet8(num_classes), (1, 3, 32, 32), seed, batch=8)
 
 
 class MobileNetV1(nn.Module):
@@ -89,10 +86,7 @@ def vww_mobilenet_v1(num_classes: int = 2, resolution: int = 96, width_mult: flo
     images. Fully delegable."""
     if resolution % 32 or resolution < 32:
         raise ValueError(f"vww_mobilenet_v1: resolution must be a positive multiple of 32, got {resolution}")
-    with seeded(seed):
-        model = MobileNetV1(num_classes, width_mult)
-        settle_batch_norm(model, [random_input((4, 3, resolution, resolution), seed + 1)], seed=seed)
-    return model, (random_input((1, 3, resolution, resolution), seed + 2),)
+    return settled_model(lambda: MobileNetV1(num_classes, width_mult), (1, 3, resolution, resolution), seed)
 
 
 def _dense_bn(cin: int, cout: int) -> nn.Sequential:
@@ -119,7 +113,4 @@ class ADAutoencoder(nn.Module):
 def ad_autoencoder(seed: int = 0):
     """The anomaly-detection autoencoder on a [1,640] input. Random weights, BN
     statistics settled on random feature vectors."""
-    with seeded(seed):
-        model = ADAutoencoder()
-        settle_batch_norm(model, [random_input((64, 640), seed + 1)], seed=seed)
-    return model, (random_input((1, 640), seed + 2),)
+    return settled_model(lambda: ADAutoencoder(), (1, 640), seed, batch=64)

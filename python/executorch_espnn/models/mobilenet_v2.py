@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import conv_bn, make_divisible, random_input, seeded, settle_batch_norm
+from .blocks import conv_bn, make_divisible, settled_model
 
 
 class InvertedResidual(nn.Module):
@@ -64,7 +64,4 @@ def mobilenet_v2(num_classes: int = 1000, resolution: int = 224, width_mult: flo
     Fully delegable: one partition, no compute op on the CPU."""
     if resolution % 32 or resolution < 32:
         raise ValueError(f"mobilenet_v2: resolution must be a positive multiple of 32, got {resolution}")
-    with seeded(seed):  # also covers the dropout draws while BN settles
-        model = MobileNetV2(num_classes, width_mult)
-        settle_batch_norm(model, [random_input((4, 3, resolution, resolution), seed + 1)], seed=seed)
-    return model, (random_input((1, 3, resolution, resolution), seed + 2),)
+    return settled_model(lambda: MobileNetV2(num_classes, width_mult), (1, 3, resolution, resolution), seed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import conv_bn, make_divisible, random_input, seeded, settle_batch_norm
+from .blocks import conv_bn, make_divisible, settled_model
 
 
 class SqueezeExcite(nn.Module):
@@ -85,7 +85,4 @@ def mobilenet_v3_small(num_classes: int = 1000, resolution: int = 224, width_mul
     32). Random weights, BN statistics settled on random images."""
     if resolution % 32 or resolution < 32:
         raise ValueError(f"mobilenet_v3_small: resolution must be a positive multiple of 32, got {resolution}")
-    with seeded(seed):  # also covers the dropout draws while BN settles
-        model = MobileNetV3Small(num_classes, width_mult)
-        settle_batch_norm(model, [random_input((4, 3, resolution, resolution), seed + 1)], seed=seed)
-    return model, (random_input((1, 3, resolution, resolution), seed + 2),)
+    return settled_model(lambda: MobileNetV3Small(num_classes, width_mult), (1, 3, resolution, resolution), seed)

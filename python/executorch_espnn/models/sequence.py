@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import random_input, seeded, settle_batch_norm
+from .blocks import random_input, seeded, settled_model
 
 
 def _conv1d_bn(cin: int, cout: int, kernel: int, stride: int = 1) -> nn.Sequential:
@@ -39,10 +39,7 @@ class HARCNN(nn.Module):
 def har_cnn(num_classes: int = 6, samples: int = 128, seed: int = 0):
     """HARCNN on a [1,9,samples] window of inertial signals. Random weights, BN
     statistics settled on random windows."""
-    with seeded(seed):
-        model = HARCNN(9, num_classes)
-        settle_batch_norm(model, [random_input((8, 9, samples), seed + 1)], seed=seed)
-    return model, (random_input((1, 9, samples), seed + 2),)
+    return settled_model(lambda: HARCNN(9, num_classes), (1, 9, samples), seed, batch=8)
 
 
 class TemporalBlock(nn.Module):
