@@ -9,7 +9,8 @@
 // host and on an emulated Xtensa core (tests/firmware), used on the chip by
 // the runner app's .pte mode (src/pte_runner.cpp). Same rules as the XTSB
 // bundle parser: byte loads only, 32-bit arithmetic checked before it is
-// computed, nothing allocated.
+// computed, nothing allocated; the header prefix, its checks and the CRC-32
+// are those of every test-rig container (espnn/container_header.h).
 #pragma once
 
 #include <stddef.h>
