@@ -50,16 +50,12 @@ int main(int argc, char** argv) {
                     "[--alloc-limit=B] [--no-clock] SUITE\n");
     return 2;
   }
-  void* block = nullptr;
-  uint8_t* data = nullptr;
-  size_t size = 0;
-  if (!stdio_shell::ReadFile(path, 128, misalign, &block, &data, &size)) {
-    fprintf(stderr, "pte_runner: cannot read %s\n", path);
-    return 2;
-  }
+  // 128-byte aligned as a flash mmap is (--misalign imitates an embedded,
+  // unaligned suite).
+  const stdio_shell::TestFile file("pte_runner", path, 128, misalign);
+  if (!file.ok()) return 2;
   espnn::bundle::PalPlatformConfig config;
   espnn::bundle::PalRunnerPlatform platform(config);
-  const espnn::bundle::RunSummary sum = espnn::pte::RunSuite(data, size, platform, options);
-  free(block);
+  const espnn::bundle::RunSummary sum = espnn::pte::RunSuite(file.data(), file.size(), platform, options);
   return sum.bundle_ok && sum.failed == 0 ? 0 : 1;
 }

@@ -70,18 +70,12 @@ void PrintTensor(const espnn::pte::Tensor& t) {
 
 // The device parser's view of a suite, for comparison with pte_suite.py.
 int InspectSuite(const char* path, uint32_t misalign) {
-  void* block = nullptr;
-  uint8_t* data = nullptr;
-  size_t size = 0;
-  if (!stdio_shell::ReadFile(path, 16, misalign, &block, &data, &size)) {
-    fprintf(stderr, "bundle_runner: cannot read %s\n", path);
-    return 2;
-  }
+  const stdio_shell::TestFile file("bundle_runner", path, 16, misalign);
+  if (!file.ok()) return 2;
   espnn::pte::Suite suite;
-  const espnn::Status s = espnn::pte::ParseSuite(data, size, &suite);
+  const espnn::Status s = espnn::pte::ParseSuite(file.data(), file.size(), &suite);
   if (!s.ok()) {
     printf("SUITE_ERROR msg=%s\n", s.message());
-    free(block);
     return 1;
   }
   printf("SUITE method=%s pte_bytes=%lu pte_crc=%08lx cases=%lu\n", suite.method(),
@@ -96,7 +90,6 @@ int InspectSuite(const char* path, uint32_t misalign) {
     for (uint32_t k = 0; k < c.output_count; ++k) PrintTensor(suite.output(c, k));
     printf("\n");
   }
-  free(block);
   return 0;
 }
 
@@ -173,18 +166,15 @@ int main(int argc, char** argv) {
   }
   for (int k = 0; k < num_paths; ++k) {
     const char* path = argv[first_path + k];
-    void* block = nullptr;
-    uint8_t* data = nullptr;
-    size_t size = 0;
-    if (!stdio_shell::ReadFile(path, 16, misalign, &block, &data, &size)) {
-      fprintf(stderr, "bundle_runner: cannot read %s\n", path);
+    const stdio_shell::TestFile file("bundle_runner", path, 16, misalign);
+    if (!file.ok()) {
       free(pool);
       return 2;
     }
     if (num_paths > 1) printf("BUNDLE_FILE %s\n", path);
-    const espnn::bundle::RunSummary sum = espnn::bundle::RunBundle(data, size, platform, options);
+    const espnn::bundle::RunSummary sum =
+        espnn::bundle::RunBundle(file.data(), file.size(), platform, options);
     if (!(sum.bundle_ok && sum.failed == 0)) rc = 1;
-    free(block);
   }
   free(pool);
   return rc;

@@ -20,32 +20,47 @@ inline bool ParseU32(const char* s, uint32_t* out) {
   return true;
 }
 
-// Reads a file into a malloc block (not espnn_pal_malloc, so --alloc-limit
-// counts only the runner); *data is `alignment`-aligned + misalign, as a
-// flash mmap is aligned and an embedded file may not be. `alignment` is a
-// power of two. Free *block with free().
-inline bool ReadFile(const char* path, uintptr_t alignment, uint32_t misalign, void** block, uint8_t** data,
-                     size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return false;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+// A test file read into a malloc block (not espnn_pal_malloc, so
+// --alloc-limit counts only the runner), its bytes `alignment`-aligned +
+// misalign: a flash mmap is aligned, an embedded file may not be.
+// `alignment` is a power of two. A file that cannot be read is reported on
+// stderr as "<program>: cannot read <path>" (then ok() is false).
+class TestFile {
+ public:
+  TestFile(const char* program, const char* path, uintptr_t alignment, uint32_t misalign) {
+    if (!Read(path, alignment, misalign)) fprintf(stderr, "%s: cannot read %s\n", program, path);
+  }
+  ~TestFile() { free(block_); }
+  TestFile(const TestFile&) = delete;
+  TestFile& operator=(const TestFile&) = delete;
+
+  bool ok() const { return data_ != nullptr; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  bool Read(const char* path, uintptr_t alignment, uint32_t misalign) {
+    FILE* f = fopen(path, "rb");
+    if (f == nullptr) return false;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+      fclose(f);
+      return false;
+    }
+    block_ = malloc((size_t)n + misalign + alignment);
+    uint8_t* d = block_ ? (uint8_t*)(((uintptr_t)block_ + alignment - 1) & ~(alignment - 1)) + misalign : nullptr;
+    const bool read = d != nullptr && fread(d, 1, (size_t)n, f) == (size_t)n;
     fclose(f);
-    return false;
+    if (!read) return false;
+    data_ = d;
+    size_ = (size_t)n;
+    return true;
   }
-  void* raw = malloc((size_t)n + misalign + alignment);
-  uint8_t* d = raw ? (uint8_t*)(((uintptr_t)raw + alignment - 1) & ~(alignment - 1)) + misalign : nullptr;
-  const bool ok = d != nullptr && fread(d, 1, (size_t)n, f) == (size_t)n;
-  fclose(f);
-  if (!ok) {
-    free(raw);
-    return false;
-  }
-  *block = raw;
-  *data = d;
-  *size = (size_t)n;
-  return true;
-}
+
+  void* block_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 }  // namespace stdio_shell

@@ -52,7 +52,7 @@ uint32_t PeekBundleSize(const void* header, size_t size) {
 }
 
 Case Bundle::case_at(uint32_t index) const {
-  const uint8_t* r = base_ + table_ + index * kCaseRecordSize;
+  const uint8_t* r = base_ + header_.case_table + index * kCaseRecordSize;
   Case c;
   c.name = (const char*)base_ + LoadU32(r + kCaseNameOffset);
   c.name_size = LoadU32(r + kCaseNameSize);
@@ -118,9 +118,7 @@ Status ParseBundle(const void* data, size_t size, Bundle* out) {
     }
   }
   out->base_ = p;
-  out->size_ = bundle_size;
-  out->count_ = count;
-  out->table_ = table;
+  out->header_ = h;
   return Status::Ok();
 }
 

@@ -213,15 +213,10 @@ RunSummary RunBundle(const void* data, size_t size, RunnerPlatform& pf,
   const Report report = runner::BundleModeReport(pf);
   RunSummary sum;
   Bundle b;
-  const Status s = ParseBundle(data, size, &b);
-  if (!s.ok()) {
-    report.Rejected(s.message(), &sum);
-    return sum;
-  }
-  sum.bundle_ok = true;
-  sum.cases = b.num_cases();
-  ResultLine begin = report.Record("BEGIN");
-  begin.KvStr("platform", pf.name()).Kv("cpu_hz", pf.cpu_hz());
+  const Status parsed = ParseBundle(data, size, &b);
+  if (!report.Accept(parsed, b.num_cases(), &sum)) return sum;
+  ResultLine begin = report.Begin();
+  begin.Kv("cpu_hz", pf.cpu_hz());
   begin.Kv("cases", b.num_cases()).Kv("bundle_bytes", b.size());
   report.Write(begin);
   for (uint32_t i = 0; i < b.num_cases(); ++i) {

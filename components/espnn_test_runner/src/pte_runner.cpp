@@ -275,17 +275,11 @@ RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const Pte
   const Report report = runner::PteModeReport(pf);
   RunSummary sum;
   Suite suite;
-  const Status ps = ParseSuite(data, size, &suite);
-  if (!ps.ok()) {
-    report.Rejected(ps.message(), &sum);
-    return sum;
-  }
-  sum.bundle_ok = true;
-  sum.cases = suite.num_cases();
+  const Status parsed = ParseSuite(data, size, &suite);
+  if (!report.Accept(parsed, suite.num_cases(), &sum)) return sum;
   executorch::runtime::runtime_init();
   {
-    ResultLine l = report.Record("BEGIN");
-    l.KvStr("platform", pf.name());
+    ResultLine l = report.Begin();
     if (pf.cpu_hz()) l.Kv("cpu_hz", pf.cpu_hz());
     else l.KvStr("cpu_hz", "na");
     l.Kv("cases", suite.num_cases()).Kv("suite_bytes", suite.size()).Kv("pte_bytes", suite.pte_size());

@@ -148,7 +148,7 @@ uint32_t PeekSuiteSize(const void* header, size_t size) {
 }
 
 Case Suite::case_at(uint32_t index) const {
-  const uint8_t* r = base_ + table_ + index * kCaseRecordSize;
+  const uint8_t* r = base_ + header_.case_table + index * kCaseRecordSize;
   Case c;
   c.name = (const char*)base_ + LoadU32(r + kCaseNameOffset);
   c.name_size = LoadU32(r + kCaseNameSize);
@@ -254,9 +254,7 @@ Status ParseSuite(const void* data, size_t size, Suite* out) {
     }
   }
   out->base_ = p;
-  out->size_ = suite_size;
-  out->count_ = count;
-  out->table_ = table;
+  out->header_ = h;
   out->pte_offset_ = pte_off;
   out->pte_size_ = pte_size;
   memcpy(out->method_, p + m_off, m_size);

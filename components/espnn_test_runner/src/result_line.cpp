@@ -117,6 +117,23 @@ void Report::Mismatch(const char* name, uint32_t name_size, const char* stage, u
   Write(l);
 }
 
+bool Report::Accept(const Status& parsed, uint32_t cases, bundle::RunSummary* sum) const {
+  if (!parsed.ok()) {
+    Rejected(parsed.message(), sum);
+    return false;
+  }
+  *sum = bundle::RunSummary();
+  sum->bundle_ok = true;
+  sum->cases = cases;
+  return true;
+}
+
+ResultLine Report::Begin() const {
+  ResultLine l = Record("BEGIN");
+  l.KvStr("platform", pf_.name());
+  return l;
+}
+
 void Report::Rejected(const char* msg, bundle::RunSummary* sum) const {
   ResultLine l;
   l.Str("ESPNN_").Str(container_error_).Str(" v=1").KvStr("msg", msg);

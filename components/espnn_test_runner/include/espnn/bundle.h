@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "espnn/container_header.h"
 #include "espnn/status.h"
 
 namespace espnn {
@@ -73,17 +74,15 @@ struct Case {
 
 class Bundle {
  public:
-  uint32_t num_cases() const { return count_; }
-  uint32_t size() const { return size_; }
+  uint32_t num_cases() const { return header_.case_count; }
+  uint32_t size() const { return header_.size; }
   const uint8_t* data() const { return base_; }
   Case case_at(uint32_t index) const;  // index < num_cases()
 
  private:
   friend Status ParseBundle(const void* data, size_t size, Bundle* out);
   const uint8_t* base_ = nullptr;
-  uint32_t size_ = 0;
-  uint32_t count_ = 0;
-  uint32_t table_ = 0;
+  container::Header header_;
 };
 
 // Validates the container (header, CRC, every case record and name). `data`

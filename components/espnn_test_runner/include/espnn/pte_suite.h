@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "espnn/container_header.h"
 #include "espnn/status.h"
 
 namespace espnn {
@@ -105,8 +106,8 @@ struct Case {
 
 class Suite {
  public:
-  uint32_t num_cases() const { return count_; }
-  uint32_t size() const { return size_; }
+  uint32_t num_cases() const { return header_.case_count; }
+  uint32_t size() const { return header_.size; }
   const uint8_t* pte() const { return base_ + pte_offset_; }
   uint32_t pte_size() const { return pte_size_; }
   // The method name, NUL-terminated (copied at parse time).
@@ -119,9 +120,7 @@ class Suite {
   friend Status ParseSuite(const void* data, size_t size, Suite* out);
   Tensor TensorAt(uint32_t offset) const;
   const uint8_t* base_ = nullptr;
-  uint32_t size_ = 0;
-  uint32_t count_ = 0;
-  uint32_t table_ = 0;
+  container::Header header_;
   uint32_t pte_offset_ = 0;
   uint32_t pte_size_ = 0;
   char method_[kMaxMethodBytes + 1] = {0};

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "espnn/bundle_runner.h"  // RunnerPlatform, RunSummary: the platform both modes run on
+#include "espnn/status.h"
 
 namespace espnn {
 namespace runner {
@@ -86,9 +87,15 @@ class Report {
   void Mismatch(const char* name, uint32_t name_size, const char* stage, uint32_t output,
                 uint32_t element, uint64_t got_bits, uint64_t want_bits, uint32_t width, uint32_t diffs,
                 uint32_t elements) const;
+  // Starts the session over a container whose parse gave `parsed`: true,
+  // with `sum` expecting `cases` cases, if it parsed; else false after the
+  // rejection records (see Rejected).
+  bool Accept(const Status& parsed, uint32_t cases, bundle::RunSummary* sum) const;
   // The container did not parse: its error record, then an END record of
   // one failure; `sum` says so too.
   void Rejected(const char* msg, bundle::RunSummary* sum) const;
+  // "ESPNN_BEGIN v=1 ... platform=<name>"; the mode adds what it runs.
+  ResultLine Begin() const;
   void End(const bundle::RunSummary& sum) const;
   void Write(const ResultLine& l) const { pf_.WriteLine(l.c_str()); }
 
