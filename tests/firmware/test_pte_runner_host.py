@@ -31,15 +31,6 @@ from .suite_mutations import inspect_lines, suite_mutations, synthetic_suite  # 
 
 
 @pytest.fixture(scope="module")
-def pte() -> bytes:
-    import executorch_espnn
-
-    if executorch_espnn._et_backend is None:
-        pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
-    return pte_models.conv_then_cpu_pte()
-
-
-@pytest.fixture(scope="module")
 def suite(pte) -> S.PteSuite:
     return S.make_suite(pte, cases=3, runs=2)
 

@@ -16,17 +16,6 @@ pytest.importorskip("executorch")
 from executorch_espnn import pte_suite as S  # noqa: E402
 from executorch_espnn.bundle import parse_results  # noqa: E402
 
-from . import pte_models  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pte() -> bytes:
-    import executorch_espnn
-
-    if executorch_espnn._et_backend is None:
-        pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
-    return pte_models.conv_then_cpu_pte()
-
 
 @pytest.fixture(scope="module")
 def suite(pte) -> S.PteSuite:
