@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
 import sys
 from pathlib import Path
 
@@ -40,6 +39,7 @@ MAX_SEED_BYTES = 4096
 sys.path.insert(0, str(REPO / "tests"))
 
 import pytest  # noqa: E402
+from corpus_dirs import replace_corpora  # noqa: E402  (host/fuzz, the script's own directory)
 
 from executorch_espnn import _native  # noqa: E402
 
@@ -102,8 +102,8 @@ def _single_op_graphs() -> list[tuple[str, bytes]]:
     return out
 
 
-def seeds(single_op: bool = True) -> dict[str, list[tuple[str, bytes]]]:
-    """Target -> [(file stem, blob)]; `single_op=False` leaves out the
+def seeds(single_op: bool = True) -> dict[str, dict[str, bytes]]:
+    """Target -> {file name: blob}; `single_op=False` leaves out the
     single-op graphs of tests/ops (collecting them runs all of tests/ops)."""
     import op_corpus
     import xts3_mutations as xm
@@ -124,21 +124,17 @@ def seeds(single_op: bool = True) -> dict[str, list[tuple[str, bytes]]]:
                         if c.expect is not None and len(c.blob) <= MAX_SEED_BYTES), key=lambda c: (len(c.blob), c.name))
         rejected += [(f"reject_{defect}_{c.name}", c.blob) for c in small[:REJECTED_PER_CLASS]]
 
-    return {"run": accepted, "parse": accepted + rejected}
+    return {"run": _files(accepted), "parse": _files(accepted + rejected)}
+
+
+def _files(items: list[tuple[str, bytes]]) -> dict[str, bytes]:
+    return {f"{name}.xts3": blob for name, blob in items}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Regenerates the fuzz_parse and fuzz_run seed corpora.")
     ap.add_argument("--out", type=Path, default=CORPUS, help="directory of the run/ and parse/ corpora")
-    out = ap.parse_args(argv).out
-    for target, items in seeds().items():
-        d = out / target
-        shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
-        for name, blob in items:
-            (d / f"{name}.xts3").write_bytes(blob)
-        print(f"{d}: {len(items)} files, {sum(len(b) for _, b in items)} bytes")
-
+    replace_corpora(ap.parse_args(argv).out, seeds())
 
 if __name__ == "__main__":
     main()

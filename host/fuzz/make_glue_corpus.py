@@ -23,7 +23,6 @@ tests/hardening/test_fuzz_seeds.py compares what does not).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -32,6 +31,7 @@ CORPUS = REPO / "host" / "fuzz" / "corpus"
 sys.path.insert(0, str(REPO / "tests" / "hardening"))
 
 import et_programs  # noqa: E402
+from corpus_dirs import replace_corpora  # noqa: E402  (host/fuzz, the script's own directory)
 
 ALIGNED_MATCHING, ODD_TRACED = 0x00, 0x41
 MISMATCHES = {1: "dtype", 2: "shape", 3: "rank", 4: "argcount", 5: "dimorder", 6: "nottensor", 7: "nulldata"}
@@ -65,16 +65,8 @@ def seeds() -> dict[str, dict[str, bytes]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Regenerates the fuzz_et_glue and fuzz_et_pte seed corpora.")
     ap.add_argument("--out", type=Path, default=CORPUS, help="directory of the et_glue/ and et_pte/ corpora")
-    root = ap.parse_args(argv).out
-    for target, files in seeds().items():
-        out = root / target
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        for name, data in sorted(files.items()):
-            (out / name).write_bytes(data)
-        print(f"{len(files)} seeds, {sum(map(len, files.values()))} bytes in {out}")
+    replace_corpora(ap.parse_args(argv).out, seeds())
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
