@@ -8,6 +8,7 @@
 //    (per-channel functions: prelu with a slope per channel).
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -115,9 +116,18 @@ Status EvalChannelLut(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// No SIMD path on the S3 whatever the geometry (the doc says why).
+void DescribeHardSwishS3(const OpInfo&, const EvalContext&, S3Route* r) {
+  SetS3Route(r, false, 0.0, "esp_nn_hard_swish_s8 (LUT C)", "%s", "§5.1 hard_swish: per-call LUT built with ANSI");
+}
+const char* const kHardSwishS3Kernels[] = {"esp_nn_hard_swish_s8 (LUT C)", nullptr};
+const S3RouteRule kHardSwishS3Rule = {"§5.1 hard_swish: per-call LUT built with ANSI", kHardSwishS3Kernels, DescribeHardSwishS3};
+#endif
+
 }  // namespace
 
-extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch, EvalHardSwish};
+extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch, EvalHardSwish ESPNN_S3_ROUTE(kHardSwishS3Rule)};
 extern const OpKernel kLutKernel = {ValidateLut, nullptr, EvalLut};
 extern const OpKernel kChannelLutKernel = {ValidateChannelLut, nullptr, EvalChannelLut};
 

@@ -19,6 +19,7 @@
 
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -186,8 +187,29 @@ Status EvalBatchMatmul(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// esp_nn_fully_connected_s8 per output row, the rhs as its filter: FC's S3
+// dispatch (fully_connected.cpp) on K and rhs_offset.
+void DescribeBatchMatmul(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  const uint32_t k = ctx.tensor(op.inputs[0]).inner(0);
+  if (op.Params<BATCH_MATMUL_Params>().rhs_offset == 0 && k >= 16)
+    SetS3Route(r, true, 1.0, "FC ACCX dot product", "rhs_offset 0, K >= 16, aligned rows");
+  else
+    SetS3Route(r, true, 1.0, "esp_nn_fc_s16_esp32s3", "K < 16 or rhs_offset != 0: s16 asm");
+}
+
+const char* const kBatchMatmulS3Kernels[] = {"FC ACCX dot product", "esp_nn_fc_s16_esp32s3", nullptr};
+const S3RouteRule kBatchMatmulS3Rule = {
+    "BATCH_MATMUL is esp_nn_fully_connected_s8 per output row (the rhs is the filter, rhs_offset its "
+    "filter_offset), so §5.1 FC applies: filter_offset == 0 and K >= 16 -> ACCX dot product, else the s16 asm. "
+    "[runtime: an rhs [K, N] is transposed into the scratch per batch first (interpreter copy, no MACs); "
+    "misaligned lhs rows are copied to the aligned scratch.]",
+    kBatchMatmulS3Kernels, DescribeBatchMatmul};
+#endif
+
 }  // namespace
 
-extern const OpKernel kBatchMatmulKernel = {ValidateBatchMatmul, BatchMatmulScratch, EvalBatchMatmul};
+extern const OpKernel kBatchMatmulKernel = {ValidateBatchMatmul, BatchMatmulScratch,
+                                            EvalBatchMatmul ESPNN_S3_ROUTE(kBatchMatmulS3Rule)};
 
 }  // namespace espnn

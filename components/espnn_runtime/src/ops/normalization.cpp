@@ -13,6 +13,7 @@
 // 1/sqrt(D) is a normalised mantissa from an exact integer square root and
 // one 64-bit division per row; every rounding is "add half, shift right".
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -158,8 +159,17 @@ Status EvalLayerNorm(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// No SIMD path on the S3 whatever the geometry (the doc says why).
+void DescribeLayerNormS3(const OpInfo&, const EvalContext&, S3Route* r) {
+  SetS3Route(r, false, 0.0, "interpreter layer norm", "%s", "§1.4: ESP-NN has no normalisation function; the interpreter computes it in integer C (two passes per row)");
+}
+const char* const kLayerNormS3Kernels[] = {"interpreter layer norm", nullptr};
+const S3RouteRule kLayerNormS3Rule = {"§1.4: ESP-NN has no normalisation function; the interpreter computes it in integer C (two passes per row)", kLayerNormS3Kernels, DescribeLayerNormS3};
+#endif
+
 }  // namespace
 
-extern const OpKernel kLayerNormKernel = {ValidateLayerNorm, nullptr, EvalLayerNorm};
+extern const OpKernel kLayerNormKernel = {ValidateLayerNorm, nullptr, EvalLayerNorm ESPNN_S3_ROUTE(kLayerNormS3Rule)};
 
 }  // namespace espnn

@@ -26,6 +26,7 @@
 // pre-activations at int16 precision, so the gate products are int32 dot
 // products here (C, no SIMD).
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -238,9 +239,23 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// No SIMD path on the S3 whatever the geometry (the doc says why).
+void DescribeGruS3(const OpInfo&, const EvalContext&, S3Route* r) {
+  SetS3Route(r, false, 0.0, "interpreter GRU", "%s", "§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)");
+}
+const char* const kGruS3Kernels[] = {"interpreter GRU", nullptr};
+const S3RouteRule kGruS3Rule = {"§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)", kGruS3Kernels, DescribeGruS3};
+void DescribeLstmS3(const OpInfo&, const EvalContext&, S3Route* r) {
+  SetS3Route(r, false, 0.0, "interpreter LSTM", "%s", "§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)");
+}
+const char* const kLstmS3Kernels[] = {"interpreter LSTM", nullptr};
+const S3RouteRule kLstmS3Rule = {"§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)", kLstmS3Kernels, DescribeLstmS3};
+#endif
+
 }  // namespace
 
-extern const OpKernel kGruKernel = {ValidateGru, GruScratch, EvalRecurrent<false>};
-extern const OpKernel kLstmKernel = {ValidateLstm, LstmScratch, EvalRecurrent<true>};
+extern const OpKernel kGruKernel = {ValidateGru, GruScratch, EvalRecurrent<false> ESPNN_S3_ROUTE(kGruS3Rule)};
+extern const OpKernel kLstmKernel = {ValidateLstm, LstmScratch, EvalRecurrent<true> ESPNN_S3_ROUTE(kLstmS3Rule)};
 
 }  // namespace espnn

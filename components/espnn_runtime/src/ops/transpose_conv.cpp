@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "ops/conv_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -131,8 +132,17 @@ Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// No SIMD path on the S3 whatever the geometry (the doc says why).
+void DescribeTransposeConvS3(const OpInfo&, const EvalContext&, S3Route* r) {
+  SetS3Route(r, false, 0.0, "interpreter transposed conv", "%s", "§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it");
+}
+const char* const kTransposeConvS3Kernels[] = {"interpreter transposed conv", nullptr};
+const S3RouteRule kTransposeConvS3Rule = {"§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it", kTransposeConvS3Kernels, DescribeTransposeConvS3};
+#endif
+
 }  // namespace
 
-extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr, EvalTransposeConv};
+extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr, EvalTransposeConv ESPNN_S3_ROUTE(kTransposeConvS3Rule)};
 
 }  // namespace espnn

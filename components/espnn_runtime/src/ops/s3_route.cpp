@@ -1,0 +1,37 @@
+// The host-only half of ops/s3_route.h: the lookup and the fallback route.
+#include "ops/s3_route.h"
+
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+#include <stdarg.h>
+#include <string.h>
+
+namespace espnn {
+
+const S3RouteRule* LookupS3RouteRule(xts3::Opcode opcode) {
+  const OpKernel* k = LookupOpKernel(opcode);
+  return k != nullptr ? k->s3_route : nullptr;
+}
+
+void SetS3Route(S3Route* route, bool simd, double simd_fraction, const char* kernel, const char* fmt, ...) {
+  route->simd = simd;
+  route->simd_fraction = simd_fraction;
+  route->kernel = kernel;
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(route->reason, sizeof route->reason, fmt, args);
+  va_end(args);
+}
+
+S3Route DescribeS3Route(const OpInfo& op, const EvalContext& ctx) {
+  S3Route route;
+  const S3RouteRule* rule = LookupS3RouteRule(op.opcode);
+  if (rule == nullptr) {
+    SetS3Route(&route, false, 0.0, "interpreter", "no ESP-NN kernel (data movement, quantization, LUT)");
+    return route;
+  }
+  rule->describe(op, ctx, &route);
+  return route;
+}
+
+}  // namespace espnn
+#endif
