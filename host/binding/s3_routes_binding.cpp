@@ -2,7 +2,7 @@
 // analysis and the lowering: per op of a parsed program (Program.op_routes,
 // and the summary's "s3_routes"), per depthwise geometry before a program
 // exists (s3_depthwise_route), and every op family's rule text and kernel
-// names (S3_ROUTE_RULES). Nothing here decides a route.
+// names (S3_ROUTE_RULES; S3_ROUTE_DEFAULT for the ops without one). Nothing here decides a route.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -52,6 +52,10 @@ void bind_s3_routes(py::module_& m) {
     rules[name] = d;
   }
   m.attr("S3_ROUTE_RULES") = rules;
+  py::dict fallback;
+  fallback["kernel"] = kS3DefaultKernel;
+  fallback["reason"] = kS3DefaultReason;
+  m.attr("S3_ROUTE_DEFAULT") = fallback;
 
   m.def(
       "s3_depthwise_route",

@@ -26,7 +26,7 @@ S3Route DescribeS3Route(const OpInfo& op, const EvalContext& ctx) {
   S3Route route;
   const S3RouteRule* rule = LookupS3RouteRule(op.opcode);
   if (rule == nullptr) {
-    SetS3Route(&route, false, 0.0, "interpreter", "no ESP-NN kernel (data movement, quantization, LUT)");
+    SetS3Route(&route, false, 0.0, kS3DefaultKernel, "%s", kS3DefaultReason);
     return route;
   }
   rule->describe(op, ctx, &route);

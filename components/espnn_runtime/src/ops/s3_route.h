@@ -30,7 +30,7 @@ namespace espnn {
 struct S3Route {
   bool simd = false;           // the main path runs on the S3's vector unit (PIE)
   double simd_fraction = 0.0;  // share of the op's MACs on that path
-  const char* kernel = "interpreter";  // which implementation runs
+  const char* kernel = "";  // which implementation runs
   char reason[200] = {};               // the rule that decided
 };
 
@@ -43,7 +43,11 @@ struct S3RouteRule {
   void (*describe)(const OpInfo& op, const EvalContext& ctx, S3Route* route);
 };
 
-// The route of one op (ops without a rule: the interpreter's own code).
+// The route of an op without a rule: the interpreter's own code.
+constexpr const char* kS3DefaultKernel = "interpreter";
+constexpr const char* kS3DefaultReason = "no ESP-NN kernel (data movement, quantization, LUT)";
+
+// The route of one op (kS3Default* for ops without a rule).
 // `ctx` as at run time: alignment comes from its data pointers.
 S3Route DescribeS3Route(const OpInfo& op, const EvalContext& ctx);
 
