@@ -17,6 +17,8 @@ scratch under-allocation (espnn-kernels.md §5.3 item 2), so the runtime
 sends it to the scalar ANSI kernel; such a layer is pre-padded by a PAD op
 instead and convolved with pad (0,0), which takes the S3 s8 asm path. The
 PAD copy is O(input) where the ANSI fallback costs O(MACs) scalar work.
+Which layers those are is asked of the runtime's own routing
+(depthwise_conv.cpp RouteDepthwise, through _native.s3_depthwise_route).
 """
 
 from __future__ import annotations
