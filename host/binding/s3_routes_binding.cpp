@@ -38,7 +38,8 @@ py::list S3OpRoutes(const Model& model, uint8_t* arena) {
 void bind_s3_routes(py::module_& m) {
   py::dict rules;
   for (const auto& [name, code] : {
-#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) std::pair<const char*, xts3::Opcode>{#name, xts3::Opcode::name},
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  std::pair<const char*, xts3::Opcode>{#name, xts3::Opcode::name},
            ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
        }) {

@@ -117,17 +117,14 @@ Status EvalChannelLut(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// No SIMD path on the S3 whatever the geometry (the doc says why).
-void DescribeHardSwishS3(const OpInfo&, const EvalContext&, S3Route* r) {
-  SetS3Route(r, false, 0.0, "esp_nn_hard_swish_s8 (LUT C)", "%s", "§5.1 hard_swish: per-call LUT built with ANSI");
-}
-const char* const kHardSwishS3Kernels[] = {"esp_nn_hard_swish_s8 (LUT C)", nullptr};
-const S3RouteRule kHardSwishS3Rule = {"§5.1 hard_swish: per-call LUT built with ANSI", kHardSwishS3Kernels, DescribeHardSwishS3};
+ESPNN_S3_SCALAR_ROUTE(kHardSwishS3Rule, "esp_nn_hard_swish_s8 (LUT C)",
+                      "§5.1 hard_swish: per-call LUT built with ANSI");
 #endif
 
 }  // namespace
 
-extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch, EvalHardSwish ESPNN_S3_ROUTE(kHardSwishS3Rule)};
+extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch,
+                                          EvalHardSwish ESPNN_S3_ROUTE(kHardSwishS3Rule)};
 extern const OpKernel kLutKernel = {ValidateLut, nullptr, EvalLut};
 extern const OpKernel kChannelLutKernel = {ValidateChannelLut, nullptr, EvalChannelLut};
 

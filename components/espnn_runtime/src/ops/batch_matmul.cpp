@@ -188,23 +188,18 @@ Status EvalBatchMatmul(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// esp_nn_fully_connected_s8 per output row, the rhs as its filter: FC's S3
-// dispatch (fully_connected.cpp) on K and rhs_offset.
+// esp_nn_fully_connected_s8 per output row, the rhs as its filter.
 void DescribeBatchMatmul(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
-  const uint32_t k = ctx.tensor(op.inputs[0]).inner(0);
-  if (op.Params<BATCH_MATMUL_Params>().rhs_offset == 0 && k >= 16)
-    SetS3Route(r, true, 1.0, "FC ACCX dot product", "rhs_offset 0, K >= 16, aligned rows");
-  else
-    SetS3Route(r, true, 1.0, "esp_nn_fc_s16_esp32s3", "K < 16 or rhs_offset != 0: s16 asm");
+  DescribeS3FullyConnectedCall(r, op.Params<BATCH_MATMUL_Params>().rhs_offset, ctx.tensor(op.inputs[0]).inner(0),
+                               "rhs_offset", "K");
 }
 
-const char* const kBatchMatmulS3Kernels[] = {"FC ACCX dot product", "esp_nn_fc_s16_esp32s3", nullptr};
 const S3RouteRule kBatchMatmulS3Rule = {
     "BATCH_MATMUL is esp_nn_fully_connected_s8 per output row (the rhs is the filter, rhs_offset its "
     "filter_offset), so §5.1 FC applies: filter_offset == 0 and K >= 16 -> ACCX dot product, else the s16 asm. "
     "[runtime: an rhs [K, N] is transposed into the scratch per batch first (interpreter copy, no MACs); "
     "misaligned lhs rows are copied to the aligned scratch.]",
-    kBatchMatmulS3Kernels, DescribeBatchMatmul};
+    kS3FullyConnectedKernels, DescribeBatchMatmul};
 #endif
 
 }  // namespace

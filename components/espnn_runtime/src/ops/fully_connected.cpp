@@ -178,24 +178,17 @@ Status EvalFullyConnected(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// ESP-NN 1.2.3's S3 FC: filter_offset == 0, row_len >= 16 and a 16-byte
-// aligned row -> C loop with an ACCX dot product; otherwise its s16 asm.
-// Eval copies misaligned rows to the aligned scratch, so every row is.
 void DescribeFullyConnected(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
-  const uint32_t row_len = ctx.tensor(op.inputs[1]).dims[1];
-  if (op.Params<FULLY_CONNECTED_Params>().filter_offset == 0 && row_len >= 16)
-    SetS3Route(r, true, 1.0, "FC ACCX dot product", "filter_offset 0, row_len >= 16, aligned rows");
-  else
-    SetS3Route(r, true, 1.0, "esp_nn_fc_s16_esp32s3", "row_len < 16 or filter_offset != 0: s16 asm");
+  DescribeS3FullyConnectedCall(r, op.Params<FULLY_CONNECTED_Params>().filter_offset,
+                               ctx.tensor(op.inputs[1]).dims[1], "filter_offset", "row_len");
 }
 
-const char* const kFullyConnectedS3Kernels[] = {"FC ACCX dot product", "esp_nn_fc_s16_esp32s3", nullptr};
 const S3RouteRule kFullyConnectedS3Rule = {
     "§5.1 FC: filter_offset == 0, row_len >= 16 and the input 16-byte aligned -> C loop with an ACCX dot "
     "product; otherwise the s16 asm (esp_nn_fc_s16_esp32s3). Both are vector paths. [runtime: ESP-NN 1.2.3 on "
     "the S3 gives wrong results for an input row that is not 16-byte aligned, so such rows are copied to the "
     "aligned scratch first.]",
-    kFullyConnectedS3Kernels, DescribeFullyConnected};
+    kS3FullyConnectedKernels, DescribeFullyConnected};
 #endif
 
 }  // namespace

@@ -56,12 +56,8 @@ Status EvalMean(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// No SIMD path on the S3 whatever the geometry (the doc says why).
-void DescribeMeanS3(const OpInfo&, const EvalContext&, S3Route* r) {
-  SetS3Route(r, false, 0.0, "esp_nn_mean_nhwc_s8 (C)", "%s", "§5.1 mean: pure C (int16/int32 accumulation), no SIMD");
-}
-const char* const kMeanS3Kernels[] = {"esp_nn_mean_nhwc_s8 (C)", nullptr};
-const S3RouteRule kMeanS3Rule = {"§5.1 mean: pure C (int16/int32 accumulation), no SIMD", kMeanS3Kernels, DescribeMeanS3};
+ESPNN_S3_SCALAR_ROUTE(kMeanS3Rule, "esp_nn_mean_nhwc_s8 (C)",
+                      "§5.1 mean: pure C (int16/int32 accumulation), no SIMD");
 #endif
 
 }  // namespace

@@ -160,12 +160,9 @@ Status EvalLayerNorm(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// No SIMD path on the S3 whatever the geometry (the doc says why).
-void DescribeLayerNormS3(const OpInfo&, const EvalContext&, S3Route* r) {
-  SetS3Route(r, false, 0.0, "interpreter layer norm", "%s", "§1.4: ESP-NN has no normalisation function; the interpreter computes it in integer C (two passes per row)");
-}
-const char* const kLayerNormS3Kernels[] = {"interpreter layer norm", nullptr};
-const S3RouteRule kLayerNormS3Rule = {"§1.4: ESP-NN has no normalisation function; the interpreter computes it in integer C (two passes per row)", kLayerNormS3Kernels, DescribeLayerNormS3};
+ESPNN_S3_SCALAR_ROUTE(kLayerNormS3Rule, "interpreter layer norm",
+                      "§1.4: ESP-NN has no normalisation function; the interpreter computes it in integer C "
+                      "(two passes per row)");
 #endif
 
 }  // namespace

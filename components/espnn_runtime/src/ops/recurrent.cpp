@@ -240,17 +240,12 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// No SIMD path on the S3 whatever the geometry (the doc says why).
-void DescribeGruS3(const OpInfo&, const EvalContext&, S3Route* r) {
-  SetS3Route(r, false, 0.0, "interpreter GRU", "%s", "§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)");
-}
-const char* const kGruS3Kernels[] = {"interpreter GRU", nullptr};
-const S3RouteRule kGruS3Rule = {"§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)", kGruS3Kernels, DescribeGruS3};
-void DescribeLstmS3(const OpInfo&, const EvalContext&, S3Route* r) {
-  SetS3Route(r, false, 0.0, "interpreter LSTM", "%s", "§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)");
-}
-const char* const kLstmS3Kernels[] = {"interpreter LSTM", nullptr};
-const S3RouteRule kLstmS3Rule = {"§1.4: ESP-NN's FC writes int8 only and the gates need int16 pre-activations: the interpreter's int32 dot products (C)", kLstmS3Kernels, DescribeLstmS3};
+// The gates' dot products are the interpreter's own.
+constexpr const char* kRecurrentS3Doc =
+    "§1.4: ESP-NN's FC writes int8 only and the gates need int16 "
+    "pre-activations: the interpreter's int32 dot products (C)";
+ESPNN_S3_SCALAR_ROUTE(kGruS3Rule, "interpreter GRU", kRecurrentS3Doc);
+ESPNN_S3_SCALAR_ROUTE(kLstmS3Rule, "interpreter LSTM", kRecurrentS3Doc);
 #endif
 
 }  // namespace

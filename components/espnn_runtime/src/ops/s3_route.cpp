@@ -22,6 +22,16 @@ void SetS3Route(S3Route* route, bool simd, double simd_fraction, const char* ker
   va_end(args);
 }
 
+const char* const kS3FullyConnectedKernels[] = {"FC ACCX dot product", "esp_nn_fc_s16_esp32s3", nullptr};
+
+void DescribeS3FullyConnectedCall(S3Route* route, int32_t filter_offset, uint32_t row_len, const char* offset_name,
+                                  const char* row_name) {
+  if (filter_offset == 0 && row_len >= 16)
+    SetS3Route(route, true, 1.0, kS3FullyConnectedKernels[0], "%s 0, %s >= 16, aligned rows", offset_name, row_name);
+  else
+    SetS3Route(route, true, 1.0, kS3FullyConnectedKernels[1], "%s < 16 or %s != 0: s16 asm", row_name, offset_name);
+}
+
 S3Route DescribeS3Route(const OpInfo& op, const EvalContext& ctx) {
   S3Route route;
   const S3RouteRule* rule = LookupS3RouteRule(op.opcode);
@@ -29,7 +39,10 @@ S3Route DescribeS3Route(const OpInfo& op, const EvalContext& ctx) {
     SetS3Route(&route, false, 0.0, kS3DefaultKernel, "%s", kS3DefaultReason);
     return route;
   }
-  rule->describe(op, ctx, &route);
+  if (rule->describe == nullptr)
+    SetS3Route(&route, false, 0.0, rule->kernels[0], "%s", rule->doc);
+  else
+    rule->describe(op, ctx, &route);
   return route;
 }
 

@@ -16,13 +16,12 @@
 // the predicates it does run are the same code either way.
 #pragma once
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ops/conv_util.h"
 #include "ops/op_kernel.h"
-
-#ifdef ESPNN_DESCRIBE_S3_ROUTES
-#include <stdio.h>
 
 namespace espnn {
 
@@ -30,18 +29,25 @@ namespace espnn {
 struct S3Route {
   bool simd = false;           // the main path runs on the S3's vector unit (PIE)
   double simd_fraction = 0.0;  // share of the op's MACs on that path
-  const char* kernel = "";  // which implementation runs
-  char reason[200] = {};               // the rule that decided
+  const char* kernel = "";     // which implementation runs
+  char reason[200] = {};       // the rule that decided
 };
 
 // An op family's description: `kernels` lists every kernel `describe` can
 // name (nullptr-terminated; the device-evidence cases must reach each), and
-// `doc` states the rules with their sources.
+// `doc` states the rules with their sources. A null `describe`: the family
+// has no SIMD path whatever the geometry, always kernels[0] for `doc`'s reason.
 struct S3RouteRule {
   const char* doc;
   const char* const* kernels;
   void (*describe)(const OpInfo& op, const EvalContext& ctx, S3Route* route);
 };
+
+// Defines the S3RouteRule `rule` of an op family that always runs `kernel`
+// off the vector unit, for the reason `doc`.
+#define ESPNN_S3_SCALAR_ROUTE(rule, kernel, doc)        \
+  const char* const rule##Kernels[] = {kernel, nullptr}; \
+  const S3RouteRule rule = {doc, rule##Kernels, nullptr}
 
 // The route of an op without a rule: the interpreter's own code.
 constexpr const char* kS3DefaultKernel = "interpreter";
@@ -61,6 +67,15 @@ const S3RouteRule* LookupS3RouteRule(xts3::Opcode opcode);
 // "ansi_scratch_defect", "ansi_tiled_pad_defect", "espnn").
 S3Route DescribeS3DepthwiseLayer(const conv_util::ConvShape& shape, const xts3::DEPTHWISE_CONV2D_Params& params,
                                  const char** route_name);
+
+// ESP-NN 1.2.3's S3 esp_nn_fully_connected_s8 call (FULLY_CONNECTED; per
+// output row, BATCH_MATMUL): filter offset 0 and a row of >= 16 elements at
+// a 16-byte aligned address -> C loop with an ACCX dot product; otherwise its
+// s16 asm. Both are vector paths; both callers copy a misaligned row to the
+// aligned scratch first. `offset_name`/`row_name` name the two in the reason.
+extern const char* const kS3FullyConnectedKernels[];
+void DescribeS3FullyConnectedCall(S3Route* route, int32_t filter_offset, uint32_t row_len, const char* offset_name,
+                                  const char* row_name);
 
 // Fills `route` (reason as printf).
 void SetS3Route(S3Route* route, bool simd, double simd_fraction, const char* kernel, const char* fmt, ...)

@@ -133,16 +133,13 @@ Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-// No SIMD path on the S3 whatever the geometry (the doc says why).
-void DescribeTransposeConvS3(const OpInfo&, const EvalContext&, S3Route* r) {
-  SetS3Route(r, false, 0.0, "interpreter transposed conv", "%s", "§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it");
-}
-const char* const kTransposeConvS3Kernels[] = {"interpreter transposed conv", nullptr};
-const S3RouteRule kTransposeConvS3Rule = {"§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it", kTransposeConvS3Kernels, DescribeTransposeConvS3};
+ESPNN_S3_SCALAR_ROUTE(kTransposeConvS3Rule, "interpreter transposed conv",
+                      "§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it");
 #endif
 
 }  // namespace
 
-extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr, EvalTransposeConv ESPNN_S3_ROUTE(kTransposeConvS3Rule)};
+extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr,
+                                                EvalTransposeConv ESPNN_S3_ROUTE(kTransposeConvS3Rule)};
 
 }  // namespace espnn
