@@ -125,22 +125,24 @@ Status EvalMaxPool(const OpInfo& op, const EvalContext& ctx) {
 }
 
 #ifdef ESPNN_DESCRIBE_S3_ROUTES
-void DescribeAvgPool(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
-  if (S3PoolSimd(op, ctx))
-    SetS3Route(r, true, 1.0, "esp_nn_avg_pool_s8_esp32s3", "channels %% 4 == 0");
-  else
-    SetS3Route(r, false, 0.0, "esp_nn_avg_pool_s8_ansi", "channels %% 4 != 0 -> ANSI");
-}
-
-void DescribeMaxPool(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
-  if (S3PoolSimd(op, ctx))
-    SetS3Route(r, true, 1.0, "esp_nn_max_pool_s8_esp32s3", "channels %% 4 == 0");
-  else
-    SetS3Route(r, false, 0.0, "esp_nn_max_pool_s8_ansi", "channels %% 4 != 0 -> ANSI");
-}
-
+// kernels: the S3 asm, then the ANSI function.
 const char* const kAvgPoolS3Kernels[] = {"esp_nn_avg_pool_s8_esp32s3", "esp_nn_avg_pool_s8_ansi", nullptr};
 const char* const kMaxPoolS3Kernels[] = {"esp_nn_max_pool_s8_esp32s3", "esp_nn_max_pool_s8_ansi", nullptr};
+
+void DescribePool(const OpInfo& op, const EvalContext& ctx, const char* const* kernels, S3Route* r) {
+  if (S3PoolSimd(op, ctx))
+    SetS3Route(r, true, 1.0, kernels[0], "channels %% 4 == 0");
+  else
+    SetS3Route(r, false, 0.0, kernels[1], "channels %% 4 != 0 -> ANSI");
+}
+
+void DescribeAvgPool(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribePool(op, ctx, kAvgPoolS3Kernels, r);
+}
+void DescribeMaxPool(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribePool(op, ctx, kMaxPoolS3Kernels, r);
+}
+
 const S3RouteRule kAvgPoolS3Rule = {"§5.1 avg_pool: asm when channels % 4 == 0 [runtime: ANSI otherwise].",
                                     kAvgPoolS3Kernels, DescribeAvgPool};
 const S3RouteRule kMaxPoolS3Rule = {"§5.1 max_pool: asm when channels % 4 == 0 [runtime: ANSI otherwise].",
