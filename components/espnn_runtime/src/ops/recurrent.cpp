@@ -26,6 +26,7 @@
 // pre-activations at int16 precision, so the gate products are int32 dot
 // products here (C, no SIMD).
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -246,9 +247,18 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// The gates' dot products are the interpreter's own.
+constexpr const char* kRecurrentS3Doc =
+    "§1.4: ESP-NN's FC writes int8 only and the gates need int16 "
+    "pre-activations: the interpreter's int32 dot products (C)";
+ESPNN_S3_SCALAR_ROUTE(kGruS3Rule, "interpreter GRU", kRecurrentS3Doc);
+ESPNN_S3_SCALAR_ROUTE(kLstmS3Rule, "interpreter LSTM", kRecurrentS3Doc);
+#endif
+
 }  // namespace
 
-extern const OpKernel kGruKernel = {ValidateGru, GruScratch, EvalRecurrent<false>};
-extern const OpKernel kLstmKernel = {ValidateLstm, LstmScratch, EvalRecurrent<true>};
+extern const OpKernel kGruKernel = {ValidateGru, GruScratch, EvalRecurrent<false> ESPNN_S3_ROUTE(kGruS3Rule)};
+extern const OpKernel kLstmKernel = {ValidateLstm, LstmScratch, EvalRecurrent<true> ESPNN_S3_ROUTE(kLstmS3Rule)};
 
 }  // namespace espnn
