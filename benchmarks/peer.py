@@ -240,18 +240,24 @@ def peer_arena_notes(result: dict) -> list[str]:
 
 
 def seed_rows(result: dict) -> list[list[str]]:
-    """Instructions of the same schedule under two weight seeds."""
-    out = [["model", "stack", "seed 0", "seed 1", "equal"]]
+    """Instructions of the same graph under two weight seeds, next to the
+    spread between timed runs of one program (timer interrupts land at
+    different points of a run)."""
+    out = [["model", "stack", "seed 0", "seed 1", "difference", "run-to-run spread"]]
+
+    def row(model, stack, a, b):
+        x, y = _median(a["instructions"]), _median(b["instructions"])
+        spread = max(max(r["instructions"]) - min(r["instructions"]) for r in (a, b))
+        out.append([model, stack, f"{x:,}", f"{y:,}", f"{y - x:+,} ({(y - x) / x:+.4%})", f"{spread:,}"])
+
     for model in MODELS:
         a, b = result["peer"]["models"].get(model), result["peer"]["models"].get(f"{model}@seed1")
         if a and b:
-            x, y = _median(a["instructions"]), _median(b["instructions"])
-            out.append([model, "TFLite Micro + ESP-NN", f"{x:,}", f"{y:,}", "yes" if x == y else f"no ({y - x:+,})"])
+            row(model, "TFLite Micro + ESP-NN", a, b)
         a = result["ours"]["cases"].get(stem(model, "auto", 0))
         b = result["ours"]["cases"].get(stem(model, "auto", 1))
         if a and b:
-            x, y = _median(a["instructions"]), _median(b["instructions"])
-            out.append([model, "ours, schedule=auto", f"{x:,}", f"{y:,}", "yes" if x == y else f"no ({y - x:+,})"])
+            row(model, "ours, schedule=auto", a, b)
     return out
 
 
