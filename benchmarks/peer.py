@@ -168,16 +168,24 @@ def size_figures(json2: str) -> dict:
     return {"image_size": int(data["total_size"]), "static_dram": static}
 
 
-def our_side(work: Path, runner: Path | None) -> dict:
+def device_tools():
+    """tests/idf's idf_project, once ESPNN_DEVICE_PREFIX's environment is
+    applied (ESP-IDF, its Python, QEMU); exits saying what is missing."""
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
-    import os
-
-    import emulated
     from idf import idf_project
 
     why = idf_project.PREFIX_PROBLEM or idf_project.problem("esp32s3") or idf_project.qemu_problem("esp32s3")
     if why:
         raise SystemExit(f"peer: {why}")
+    return idf_project
+
+
+def our_side(work: Path, runner: Path | None) -> dict:
+    import os
+
+    import emulated
+
+    idf_project = device_tools()
     bundle = compile_cases(work)
     if runner is None:
         t0 = time.monotonic()
@@ -209,15 +217,17 @@ def _median(xs) -> int:
 def rows(result: dict) -> list[list[str]]:
     """The side-by-side table: per model the peer, then ours per schedule."""
     out = [["model", "stack", "instructions/inference", "vs peer", "arena B", "scratch B", "arena+scratch B",
-            "arena in", "image B", "static DRAM B"]]
+            "arena in", "model B", "app image B", "static DRAM B"]]
     peer, ours = result["peer"], result["ours"]
+    # The peer's app links its models (flatbuffers in .rodata); the runner reads them from a data partition.
+    peer_code = peer["image_size"] - sum(p.get("model_bytes", 0) for p in peer["models"].values())
     for model in MODELS:
         p = peer["models"].get(model)
         base = _median(p["instructions"]) if p else None
         if p:
             out.append([model, "TFLite Micro + ESP-NN", f"{base:,}", "1.00", f"{p['arena_used']:,}", "(in arena)",
-                        f"{p['arena_used']:,}", p.get("arena_mem", "-"), f"{peer['image_size']:,}",
-                        f"{peer.get('static_dram', 0):,}"])
+                        f"{p['arena_used']:,}", p.get("arena_mem", "-"), f"{p.get('model_bytes', 0):,}",
+                        f"{peer_code:,}", f"{peer.get('static_dram', 0):,}"])
         for schedule in SCHEDULES:
             c = ours["cases"].get(stem(model, schedule, 0))
             if not c:
@@ -225,7 +235,8 @@ def rows(result: dict) -> list[list[str]]:
             n = _median(c["instructions"])
             out.append([model, f"ours, schedule={schedule}", f"{n:,}", f"{n / base:.2f}" if base else "-",
                         f"{c['arena']:,}", f"{c['scratch']:,}", f"{c['arena'] + c['scratch']:,}",
-                        c.get("arena_mem", "-"), f"{ours['image_size']:,}", f"{ours.get('static_dram', 0):,}"])
+                        c.get("arena_mem", "-"), f"{c.get('pte_bytes', 0):,}", f"{ours['image_size']:,}",
+                        f"{ours.get('static_dram', 0):,}"])
     return out
 
 
@@ -271,7 +282,11 @@ def render(result: dict) -> str:
     head = (f"emulated ESP32-S3 (Espressif's QEMU, -icount): guest instructions, not cycles; "
             f"ours at {result.get('commit', '?')[:10]}, peer {result['peer'].get('source', '?')}")
     notes = peer_arena_notes(result)
-    return "\n".join([head, "", fmt(rows(result)), *(["", "TFLite Micro's arena (activations and scratch in the "
+    peer = result["peer"]
+    image_note = (f"app image: idf.py size's total less the model data the app links "
+                  f"(peer: {peer['image_size']:,} B with {len(peer['models'])} flatbuffers); ours: the runner "
+                  f"(every op, bundle verification), models in a data partition; model B: flatbuffer / .pte")
+    return "\n".join([head, "", fmt(rows(result)), image_note, *(["", "TFLite Micro's arena (activations and scratch in the "
                                                      "head, persistent data in the tail):", *notes] if notes else []),
                       "", "instructions under two weight seeds (same graph):", fmt(seed_rows(result))])
 
@@ -314,6 +329,7 @@ def main(argv=None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="espnn-peer-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"peer: work in {work}", flush=True)
+    device_tools()
     peer.update(image_size(args.peer_map))
     result = {"emulated": True, "commit": _git("rev-parse", "HEAD"),
               "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

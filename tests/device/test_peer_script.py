@@ -99,6 +99,7 @@ def test_table_of_a_recorded_result(tmp_path, capsys):
     assert "guest instructions, not cycles" in lines[0] and "ours at 0123456789" in lines[0]
     assert "espressif/esp-tflite-micro@99f49e1" in lines[0]
     pd_peer = next(x for x in lines if x.startswith("person_detection") and "TFLite Micro" in x)
+    # The peer's image less the flatbuffers it links (no model_bytes recorded here: the whole image).
     assert "40,000,000" in pd_peer and "84,000" in pd_peer and "700,000" in pd_peer and "30,000" in pd_peer
     pd_auto = next(x for x in lines if x.startswith("person_detection") and "schedule=auto" in x
                    and "vs" not in x and "30,000,000" in x)
@@ -123,3 +124,14 @@ def test_size_figures_of_esp_idf_size_json2():
               {"name": "IRAM", "parts": {".text": {"size": 1000}}}]
     text = json.dumps({"version": "1.2", "total_size": 14321, "layout": layout})
     assert peer.size_figures(text) == {"image_size": 14321, "static_dram": 320}
+
+
+def test_peer_image_is_counted_without_the_models_it_links(capsys):
+    result = _recorded()
+    result["peer"]["models"]["person_detection"]["model_bytes"] = 300_000
+    result["ours"]["cases"]["person_detection-auto-seed0"]["pte_bytes"] = 250_000
+    lines = peer.render(result).splitlines()
+    pd_peer = next(x for x in lines if x.startswith("person_detection") and "TFLite Micro" in x)
+    assert " 300,000 " in pd_peer and " 400,000 " in pd_peer  # 700,000 - 300,000
+    pd_auto = next(x for x in lines if x.startswith("person_detection") and "schedule=auto" in x and "23,808" in x)
+    assert " 250,000 " in pd_auto and " 600,000 " in pd_auto
