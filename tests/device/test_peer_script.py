@@ -135,3 +135,15 @@ def test_peer_image_is_counted_without_the_models_it_links(capsys):
     assert " 300,000 " in pd_peer and " 400,000 " in pd_peer  # 700,000 - 300,000
     pd_auto = next(x for x in lines if x.startswith("person_detection") and "schedule=auto" in x and "23,808" in x)
     assert " 250,000 " in pd_auto and " 600,000 " in pd_auto
+
+
+def test_documented_table_is_the_recorded_run():
+    # docs/peer-comparison.md copies its figures from docs/peer-comparison.json: every measured row of the
+    # script's table (instructions, arena + scratch, app image) is in the document's table, on one line.
+    result = json.loads((REPO / "docs/peer-comparison.json").read_text())
+    doc = (REPO / "docs/peer-comparison.md").read_text().splitlines()
+    for row in peer.rows(result)[1:]:
+        instructions, total, image = row[2], row[6], row[9]
+        assert any(f"| {instructions} |" in line and f"| {total} |" in line.replace("**", "")
+                   and f"| {image} |" in line for line in doc), row
+    assert f"`{result['commit'][:7]}`" in "\n".join(doc)
