@@ -121,27 +121,23 @@ def parse_peer(console: str, icount: str) -> dict:
 
 
 # ------------------------------------------------------------ our side
-def _cli(*args: str) -> None:
-    cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]
-    r = subprocess.run([*cli, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"espnn {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
-
-
 def compile_cases(work: Path) -> Path:
     """One .pte per case (kept in `work`: a rerun reuses them), all payloads
     in one bundle."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from emulated import espnn
+
     ptes = []
     for model, schedule, seed in CASES:
         pte = work / f"{stem(model, schedule, seed)}.pte"
         if not pte.is_file():
             t0 = time.monotonic()
-            _cli("compile", f"{HERE}:{model}_seed{seed}", "-o", str(pte), "-q", "--verify-samples", "1",
+            espnn("compile", f"{HERE}:{model}_seed{seed}", "-o", str(pte), "-q", "--verify-samples", "1",
                  "--schedule", schedule, "--json", str(pte.with_suffix(".report.json")))
             print(f"  compiled {pte.name} in {time.monotonic() - t0:.0f} s", flush=True)
         ptes.append(pte)
     bundle = work / "peer-ours.xtsb"
-    _cli("bundle", *map(str, ptes), "-o", str(bundle), "--runs", "3", "-q")
+    espnn("bundle", *map(str, ptes), "-o", str(bundle), "--runs", "3", "-q")
     return bundle
 
 
