@@ -282,8 +282,9 @@ def render(result: dict) -> str:
     image_note = (f"app image: idf.py size's total less the model data the app links "
                   f"(peer: {peer['image_size']:,} B with {len(peer['models'])} flatbuffers); ours: the runner "
                   f"(every op, bundle verification), models in a data partition; model B: flatbuffer / .pte")
-    return "\n".join([head, "", fmt(rows(result)), image_note, *(["", "TFLite Micro's arena (activations and scratch in the "
-                                                     "head, persistent data in the tail):", *notes] if notes else []),
+    arena = ["", "TFLite Micro's arena (activations and scratch in the head, persistent data in the tail):",
+             *notes] if notes else []
+    return "\n".join([head, "", fmt(rows(result)), image_note, *arena,
                       "", "instructions under two weight seeds (same graph):", fmt(seed_rows(result))])
 
 
