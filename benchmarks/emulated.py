@@ -131,6 +131,15 @@ def op_cases(runs: int) -> list[B.BundleCase]:
     return cases
 
 
+def espnn(*args: str) -> None:
+    """Runs the `espnn` command line in this interpreter; raises with its
+    stderr tail when it fails."""
+    cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]
+    r = subprocess.run([*cli, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"espnn {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+
+
 def model_bundle(model: str, work: Path, runs: int) -> Path:
     """`espnn compile` + `espnn bundle` of a model in tests/idf/emulated_models.py."""
     cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]

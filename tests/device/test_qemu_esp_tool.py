@@ -156,3 +156,44 @@ def test_little_endian_entry_layout():
     assert Q.PARTITION_ENTRY.size == 32
     e = _entry("bundle", 0x40, 1, 0x1000, 0x2000)
     assert e[:4] == b"\xaa\x50\x40\x01" and struct.unpack_from("<II", e, 4) == (0x1000, 0x2000)
+
+
+def _fake_qemu(tmp_path: Path) -> Path:
+    """An executable standing in for QEMU: records its arguments and the
+    flash image it was given, then prints a passing ESPNN_END line."""
+    qemu = tmp_path / "qemu-system-xtensa"
+    qemu.write_text(f"#!{sys.executable}\nimport json, re, sys\n"
+                    f"open({str(tmp_path / 'argv.json')!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+                    "flash = next(a for a in sys.argv if a.startswith('file='))[5:].split(',')[0]\n"
+                    f"open({str(tmp_path / 'flash.bin')!r}, 'wb').write(open(flash, 'rb').read())\n"
+                    "print('ESPNN_END v=1 cases=1 passed=1 failed=0', flush=True)\n")
+    qemu.chmod(0o755)
+    return qemu
+
+
+def test_no_data_runs_an_app_without_a_bundle(tmp_path, capsys):
+    # Another app than the runner (benchmarks/peer.py's peer) has no bundle partition to fill.
+    build = _fake_build(tmp_path, {"IDF_TARGET": "esp32s3"}, TABLE)
+    qemu = _fake_qemu(tmp_path)
+    assert Q.main(["run", "--qemu", str(qemu), "--build", str(build), "--no-data", "--timeout", "30"]) == 0
+    flash = (tmp_path / "flash.bin").read_bytes()
+    assert flash[0x10000:0x10010] == b"\xe9APP" * 4 and flash[0x200000:0x200010] == b"\xff" * 16
+    # Without it, a runner build still needs its bundle.
+    with pytest.raises(SystemExit):
+        Q.main(["run", "--qemu", str(qemu), "--build", str(build), "--timeout", "30"])
+    assert "pass --bundle" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, symbol", [([], "espnn_pal_cycle_count"), (["--mark", "peer_mark"], "peer_mark")])
+def test_icount_marks_the_named_function(tmp_path, monkeypatch, extra, symbol):
+    build = _fake_build(tmp_path, {"IDF_TARGET": "esp32s3"}, TABLE)
+    looked_up = []
+    monkeypatch.setattr(Q, "symbol_address", lambda b, sdk, name: looked_up.append(name) or 0x42001234)
+    monkeypatch.setattr(Q, "plugin", lambda qemu, cache: tmp_path / "icount_marks.so")
+    out = tmp_path / "counts.txt"
+    assert Q.main(["run", "--qemu", str(_fake_qemu(tmp_path)), "--build", str(build), "--no-data",
+                   "--icount", str(out), *extra, "--timeout", "30"]) == 0
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert looked_up == [symbol]
+    assert argv[argv.index("-plugin") + 1] == f"{tmp_path / 'icount_marks.so'},out={out.resolve()},mark=0x42001234"
+    assert "-icount" in argv

@@ -88,3 +88,27 @@ def test_input_shapes_follow_the_arguments():
         models.unet(resolution=30)
     with pytest.raises(ValueError, match="multiple of 16"):
         models.two_head_detector(resolution=40)
+
+
+def test_grayscale_vww_is_the_person_detection_graph():
+    # TensorFlow Lite Micro's person_detection model: [1,96,96,1] int8 input, a 3x3 stride-2 stem to 48x48x8,
+    # 13 depthwise-separable blocks (ReLU6) ending at 3x3x256, a 3x3 average pool, a 256 -> 2 classifier and a
+    # softmax. The feature-map shapes after each block are those of its graph.
+    model, (x,) = models.vww_mobilenet_v1(grayscale=True)
+    assert x.shape == (1, 1, 96, 96)
+    shapes, relu6 = [], 0
+    with torch.no_grad():
+        y = x
+        for layer in model.features:
+            y = layer(y)
+            shapes.append(tuple(y.shape[1:]))
+            relu6 += isinstance(layer[-1], torch.nn.ReLU6)
+        out = model(x)
+    assert shapes[0] == (8, 48, 48) and relu6 == len(model.features) == 27
+    pointwise = shapes[2::2]
+    assert pointwise == [(16, 48, 48), (32, 24, 24), (32, 24, 24), (64, 12, 12), (64, 12, 12)] + \
+        [(128, 6, 6)] * 6 + [(256, 3, 3)] * 2
+    assert out.shape == (1, 2) and torch.allclose(out.sum(), torch.tensor(1.0))
+    # The RGB model of the zoo is unchanged: logits, ReLU.
+    rgb, (x3,) = models.vww_mobilenet_v1()
+    assert x3.shape == (1, 3, 96, 96) and isinstance(rgb.features[0][-1], torch.nn.ReLU) and not rgb.softmax

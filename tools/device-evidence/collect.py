@@ -135,19 +135,12 @@ def _dispatch_table() -> dict[str, tuple[str, float]]:
     return out
 
 
-def _cli(*args: str) -> None:
-    cli = [sys.executable, "-c", "from executorch_espnn.cli import main; raise SystemExit(main())"]
-    r = subprocess.run([*cli, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"espnn {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
-
-
 def _model(fn: str, schedule: str = "auto"):
     def make(work: Path) -> Path:
         pte, out = work / f"{fn}-{schedule}.pte", work / f"{fn}-{schedule}.xtsb"
-        _cli("compile", f"{MODELS_FILE}:{fn}", "-o", str(pte), "-q", "--verify-samples", "1",
+        emulated.espnn("compile", f"{MODELS_FILE}:{fn}", "-o", str(pte), "-q", "--verify-samples", "1",
              "--schedule", schedule)
-        _cli("bundle", str(pte), "-o", str(out), "--runs", "1", "-q")
+        emulated.espnn("bundle", str(pte), "-o", str(out), "--runs", "1", "-q")
         return out
     return make
 
@@ -176,7 +169,7 @@ def _pte(name: str, spec: str, atol: float):
 
         pte, out = work / f"{name}.pte", work / f"{name}.xtsp"
         # (CPU fallback is espnn compile's default: what ESP-NN cannot take stays on the CPU.)
-        _cli("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1")
+        emulated.espnn("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1")
         suite = pte_suite.make_suite(pte.read_bytes(), cases=2, runs=1, atol=atol, prefix=f"{name}.")
         out.write_bytes(pte_suite.write_suite(suite))
         return out

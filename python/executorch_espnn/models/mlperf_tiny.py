@@ -64,28 +64,41 @@ class MobileNetV1(nn.Module):
     # (output channels at width 1.0, stride) of the 13 depthwise-separable blocks
     BLOCKS = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)) + ((512, 1),) * 5 + ((1024, 2), (1024, 1))
 
-    def __init__(self, num_classes: int = 2, width_mult: float = 0.25):
+    def __init__(self, num_classes: int = 2, width_mult: float = 0.25, in_channels: int = 3,
+                 act: type = nn.ReLU, softmax: bool = False):
         super().__init__()
         cin = int(32 * width_mult)
-        layers = [conv_bn(3, cin, 3, 2, act=nn.ReLU)]
+        layers = [conv_bn(in_channels, cin, 3, 2, act=act)]
         for c, s in self.BLOCKS:
             cout = int(c * width_mult)
-            layers += [conv_bn(cin, cin, 3, s, groups=cin, act=nn.ReLU), conv_bn(cin, cout, 1, act=nn.ReLU)]
+            layers += [conv_bn(cin, cin, 3, s, groups=cin, act=act), conv_bn(cin, cout, 1, act=act)]
             cin = cout
         self.features = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Linear(cin, num_classes)
+        self.softmax = softmax
 
     def forward(self, x):
-        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+        logits = self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+        return torch.softmax(logits, dim=1) if self.softmax else logits
 
 
-def vww_mobilenet_v1(num_classes: int = 2, resolution: int = 96, width_mult: float = 0.25, seed: int = 0):
+def vww_mobilenet_v1(num_classes: int = 2, resolution: int = 96, width_mult: float = 0.25, seed: int = 0,
+                     grayscale: bool = False):
     """MLPerf Tiny visual wake words: MobileNetV1-0.25 on a [1,3,96,96] input
     (person / no person). Random weights, BN statistics settled on random
-    images. Fully delegable."""
+    images. Fully delegable.
+
+    grayscale=True gives the person-detection network of TensorFlow Lite
+    Micro's example (the same MobileNetV1-0.25 trained on visual wake words,
+    shipped as int8 data): a [1,1,96,96] input, ReLU6 activations and a
+    softmax over the two classes, layer for layer the published graph, so
+    that benchmarks/peer.py compares the same architecture on both stacks."""
     if resolution % 32 or resolution < 32:
         raise ValueError(f"vww_mobilenet_v1: resolution must be a positive multiple of 32, got {resolution}")
+    if grayscale:
+        return settled_model(lambda: MobileNetV1(num_classes, width_mult, in_channels=1, act=nn.ReLU6, softmax=True),
+                             (1, 1, resolution, resolution), seed)
     return settled_model(lambda: MobileNetV1(num_classes, width_mult), (1, 3, resolution, resolution), seed)
 
 
