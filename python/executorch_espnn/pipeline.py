@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from .error_text import one_line
+
 __all__ = ["QuantizationError", "delegate_payloads", "output_scales", "quantize"]
 
 
@@ -27,11 +29,6 @@ class QuantizationError(RuntimeError):
     def __init__(self, step: str, message: str, batch: int | None = None):
         super().__init__(message)
         self.step, self.batch = step, batch
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def _check_inputs(model, example_inputs) -> tuple:
@@ -106,12 +103,12 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
         exported = torch.export.export(model.train() if qat is not None else model.eval(), example_inputs)
         graph = exported.module(check_guards=False)
     except Exception as e:
-        raise QuantizationError("export", f"torch.export of the model failed: {_one_line(e)}") from e
+        raise QuantizationError("export", f"torch.export of the model failed: {one_line(e, typed=True)}") from e
     try:
         prepared = (prepare_qat_pt2e if qat is not None else prepare_pt2e)(graph, quantizer)
     except Exception as e:
         raise QuantizationError("prepare", f"{type(quantizer).__name__} could not prepare the model: "
-                                f"{_one_line(e)}") from e
+                                f"{one_line(e, typed=True)}") from e
     if qat is not None:
         qat(prepared)  # the caller's training: its exceptions are its own
         move_exported_model_to_eval(prepared)
@@ -122,7 +119,8 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
             try:
                 prepared(*batch)
             except Exception as e:
-                raise QuantizationError("calibrate", f"calibration batch {k} failed in the model: {_one_line(e)}",
+                raise QuantizationError("calibrate", f"calibration batch {k} failed in the model: "
+                                        f"{one_line(e, typed=True)}",
                                         batch=k) from e
             seen += 1
     if not seen and qat is None:
@@ -131,7 +129,7 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
     try:
         return convert_pt2e(prepared)
     except Exception as e:
-        raise QuantizationError("convert", f"convert_pt2e failed: {_one_line(e)}") from e
+        raise QuantizationError("convert", f"convert_pt2e failed: {one_line(e, typed=True)}") from e
 
 
 def output_scales(quantized) -> list:

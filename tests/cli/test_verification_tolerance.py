@@ -9,7 +9,7 @@ differ by one ulp; the gate is torch.testing's float32 rule, atol + rtol * |want
 import torch
 
 from executorch_espnn.cli.compare import Comparison
-from executorch_espnn.cli.pipeline import FLOAT_RTOL
+from executorch_espnn.cli.compile_steps import FLOAT_RTOL
 
 
 def _compare(got, want, **kw):

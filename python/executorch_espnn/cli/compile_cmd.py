@@ -160,22 +160,22 @@ def run(args: argparse.Namespace) -> int:
         warning(f"no --calibration data: calibrating on {DEFAULT_RANDOM_BATCHES} random batches shaped like "
                 "the example inputs; int8 ranges (and accuracy) on real data may differ")
 
-    from . import pipeline
+    from . import compile_steps
 
-    quantized, qat_info = pipeline.quantize(model, example, calib, qat_data, args, steps)
+    quantized, qat_info = compile_steps.quantize(model, example, calib, qat_data, args, steps)
     budget = f", arena budget {args.arena_budget:,} B" if args.arena_budget else ""
     steps(f"lowering for {args.target} (schedule {args.schedule}{budget})"
           + (" (strict: no CPU fallback)" if args.strict else ""))
-    edge = pipeline.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
+    edge = compile_steps.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
                           arena_budget=args.arena_budget)
 
     from ..partition.report import delegation_report
 
     report = delegation_report(edge)
     steps(f"writing {output}")
-    pte = pipeline.to_pte(edge)
+    pte = compile_steps.to_pte(edge)
     write_file(output, pte, "--output")
-    pipeline.add_planned_memory(report, pte)
+    compile_steps.add_planned_memory(report, pte)
     from .document import memory_warnings
 
     for text in memory_warnings(report, args.target):
@@ -189,15 +189,15 @@ def run(args: argparse.Namespace) -> int:
         warning(f"this host's ExecuTorch runtime lacks CPU kernel(s) {', '.join(missing)} that {output} calls: "
                 "verifying the lowered program instead (delegates on the native runtime, CPU ops in PyTorch); "
                 "a device build must link these kernels")
-    runner = pipeline.HostRunner(pte, edge, use_pte=not missing)
-    verification = pipeline.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
+    runner = compile_steps.HostRunner(pte, edge, use_pte=not missing)
+    verification = compile_steps.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
     far = deviation_warning(verification) if args.tolerance_lsb is None else None
     if far:
         warning(far)
     accuracy = None
     if eval_data is not None:
         steps(f"accuracy on {eval_data.source} ({eval_data.samples} samples)")
-        accuracy = pipeline.accuracy(model, quantized, runner, eval_data)
+        accuracy = compile_steps.accuracy(model, quantized, runner, eval_data)
 
     from .document import compile_document, print_summary, write_outputs
 

@@ -260,7 +260,7 @@ def verification_line(v: dict) -> str:
         head = (f"{'host-run' if v['passed'] else 'HOST VERIFICATION FAILED'} (the .pte could not run on this "
                 f"host's ExecuTorch runtime): {v['ran']} on {v['samples']} input(s)")
     gate = (f", tolerance {model['tolerance_lsb']:g} LSB" if model["tolerance_lsb"] is not None else "")
-    # top-1 only where the output is a classifier's logits (cli/pipeline.py: classifier_shaped).
+    # top-1 only where the output is a classifier's logits (cli/compile_steps.py: classifier_shaped).
     top1 = (f", top-1 agrees {100 * model['top1_agreement']:.0f}%" if model["top1_agreement"] is not None else "")
     return f"{head}; vs the {model['reference']}: {_deviation(model['outputs'])}{top1}{gate}"
 

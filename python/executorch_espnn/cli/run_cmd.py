@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .compare import tolerance_arg
-from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, LoweringError, UsageError, one_line
+from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, ProgramError, UsageError, one_line
 from .files import load_npy, writable_folder
 
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         program = runtime.load_program(pte)
     except Exception as e:
-        raise LoweringError(f"{args.pte}: the host runtime cannot load it: {one_line(e)} (see ExecuTorch's log "
+        raise ProgramError(f"{args.pte}: the host runtime cannot load it: {one_line(e)} (see ExecuTorch's log "
                             "above; `espnn report` shows what the program needs)") from e
     if args.method not in program.method_names:
         raise UsageError(f"{args.pte} has no method {args.method!r}; it has {sorted(program.method_names)}")
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         where = f"--input {args.input[e.index]}" if args.input and e.index is not None else "input"
         raise UsageError(f"{where}: {e}") from e
     except Exception as e:
-        raise LoweringError(f"{args.pte}: running {args.method} failed: {one_line(e)} (ExecuTorch's log above "
+        raise ProgramError(f"{args.pte}: running {args.method} failed: {one_line(e)} (ExecuTorch's log above "
                             "says why)") from e
     for note in notes:
         if issubclass(note.category, UserWarning):

@@ -4,12 +4,12 @@ line names the step, the node when there is one, and what to do."""
 
 from __future__ import annotations
 
-from .errors import LoweringError, UsageError, one_line
+from .errors import ProgramError, UsageError, one_line
 from .progress import progress
 
 
-def _export_failed(what: str, e: BaseException) -> LoweringError:
-    return LoweringError(f"torch.export of the {what} failed: {type(e).__name__}: {one_line(e)[:400]} "
+def _export_failed(what: str, e: BaseException) -> ProgramError:
+    return ProgramError(f"torch.export of the {what} failed: {one_line(e, typed=True, limit=400)} "
                          "(the model must be exportable with torch.export: no data-dependent Python control "
                          "flow; see the PyTorch export docs)")
 
@@ -51,12 +51,12 @@ def quantize(model, example, calib, qat_data, args, steps):
             raise _export_failed("model (train mode)" if args.qat_epochs else "model", cause) from cause
         if e.step == "calibrate":
             raise UsageError(f"calibration batch {e.batch} from {calib.source} failed in the model: "
-                             f"{type(cause).__name__}: {one_line(cause)[:300]}") from cause
+                             f"{one_line(cause, typed=True, limit=300)}") from cause
         if e.step == "prepare":
             what = ("preparing the model for QAT failed" if args.qat_epochs
                     else "EspNNQuantizer could not annotate the model")
-            raise LoweringError(f"{what}: {type(cause).__name__}: {one_line(cause)}") from cause
-        raise LoweringError(f"convert_pt2e failed: {type(cause).__name__}: {one_line(cause)}") from cause
+            raise ProgramError(f"{what}: {one_line(cause, typed=True)}") from cause
+        raise ProgramError(f"convert_pt2e failed: {one_line(cause, typed=True)}") from cause
     return quantized, (qat_info or None)
 
 
@@ -111,19 +111,19 @@ def lower(quantized, example, target: str, strict: bool, *, schedule: str = "aut
         raise failure from e
 
 
-def _lowering_failure(e: Exception, schedule: str) -> LoweringError | None:
+def _lowering_failure(e: Exception, schedule: str) -> ProgramError | None:
     """The CliError that says what went wrong in to_espnn_edge and what to do
     (None: not a failure the user can act on)."""
-    from ..lowering.lower import LoweringError as Lowering
+    from ..lowering.lower import LoweringError
 
     budget_error = _schedule_error(e)
     if budget_error is not None:
         hint = (" (or drop --schedule layer: fused execution may reach less)" if schedule == "layer" else "")
-        return LoweringError(f"--arena-budget {budget_error.budget:,} B cannot be met: {one_line(budget_error)}; "
+        return ProgramError(f"--arena-budget {budget_error.budget:,} B cannot be met: {one_line(budget_error)}; "
                              f"give --arena-budget {budget_error.smallest_peak:,} or more{hint}")
-    if isinstance(e, Lowering):
+    if isinstance(e, LoweringError):
         node = f" at node {e.node}" if getattr(e, "node", None) else ""
-        return LoweringError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
+        return ProgramError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
                              "an op the backend cannot take stays on the CPU)")
     if isinstance(e, RuntimeError):
         text = str(e)
@@ -132,10 +132,10 @@ def _lowering_failure(e: Exception, schedule: str) -> LoweringError | None:
             head = text.splitlines()[0].split(": ", 1)[1].removesuffix(" would run on the CPU:")
             lines = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("  ")]
             more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-            return LoweringError(f"--strict: {head} would run on the CPU; first: {lines[0]}{more}. "
+            return ProgramError(f"--strict: {head} would run on the CPU; first: {lines[0]}{more}. "
                                  "Change or remove these ops, or drop --strict to let them run on the CPU "
                                  "(the report then lists them, grouped by op and reason)")
-        return LoweringError(f"lowering failed: {type(e).__name__}: {one_line(e)[:500]}")
+        return ProgramError(f"lowering failed: {one_line(e, typed=True, limit=500)}")
     return None
 
 
@@ -146,8 +146,8 @@ def to_pte(edge) -> bytes:
     try:
         return bytes(edge.to_executorch().buffer)
     except Exception as e:
-        raise LoweringError(f"serializing the program (to_executorch) failed: {type(e).__name__}: "
-                            f"{one_line(e)[:400]}") from e
+        raise ProgramError(f"serializing the program (to_executorch) failed: "
+                            f"{one_line(e, typed=True, limit=400)}") from e
 
 
 def add_planned_memory(report, pte: bytes) -> None:
@@ -179,7 +179,7 @@ class HostRunner:
             try:
                 self.program = load_program(pte)
             except Exception as e:
-                raise LoweringError(f"the host runtime cannot load the .pte: {one_line(e)} (ExecuTorch's "
+                raise ProgramError(f"the host runtime cannot load the .pte: {one_line(e)} (ExecuTorch's "
                                     "log above says why)") from e
 
     @property
@@ -249,8 +249,8 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             try:
                 got = runner(batch.inputs)
             except Exception as e:
-                raise LoweringError(f"running the program on the host failed: {type(e).__name__}: "
-                                    f"{one_line(e)[:300]}") from e
+                raise ProgramError(f"running the program on the host failed: "
+                                    f"{one_line(e, typed=True, limit=300)}") from e
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
