@@ -238,7 +238,7 @@ def xtensa_icounts(payloads: list[bytes], workdir: Path) -> list[int] | str:
 
 
 def _view_chain(n: int) -> bytes:
-    from executorch_espnn.serialization import Xts3Writer
+    from executorch_espnn.xts3_writer import Xts3Writer
 
     w = Xts3Writer()
     t = first = w.tensor((16,))

@@ -194,3 +194,12 @@ def test_the_outside_import_check_finds_them(tmp_path, source, hits):
     path = tmp_path / "tool.py"
     path.write_text(source)
     assert len(_imports_tests(path, tmp_path)) == hits
+
+
+def test_the_serializer_is_a_leaf():
+    """serialization writes the plan it is given: it reads the format from
+    the native runtime and imports no planner (executorch_espnn.xts3_writer
+    plans, then serializes)."""
+    graph = import_graph()
+    assert graph.get("serialization", set()) <= {"_native"}
+    assert {"memory", "serialization"} <= graph["xts3_writer"]

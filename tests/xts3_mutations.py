@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from executorch_espnn import _native as fmt
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 # Values a corrupt or hostile blob puts into a 32-bit field.
 HUGE_U32 = (0xFFFFFFFF, 0x80000000, 0x7FFFFFFF)

@@ -10,7 +10,7 @@ import pytest
 from executorch_espnn import quant_params as qp
 from executorch_espnn.analysis import arena_lower_bound, arena_timeline, payload_metrics
 from executorch_espnn.analysis.s3_dispatch import RULES
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 S, Z = 0.05, 0
 

@@ -23,7 +23,7 @@ import pytest
 import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 MULT, SHIFT = 1 << 30, 1  # REQUANTIZE that is exactly the identity
 

@@ -16,7 +16,7 @@ import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn.memory import (FusedRegion, fusable_chains, is_fusable, plan_arena,
                                      recomputed_macs, region_layout)
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 from graph_util import expect_rejected
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 from graph_util import Const, Input, Out, build_op, run_op
 from tflite_reference import activation_range, derive_output, per_channel_multipliers, requant, wrap32
 

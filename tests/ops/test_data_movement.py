@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 from graph_util import Const, Input, Out, build_op, run_op
 
 MAX_RANK = _native.LIMITS["max_rank"]
