@@ -196,8 +196,8 @@ def xtensa_icounts(payloads: list[bytes], workdir: Path) -> list[int] | str:
     """Guest instructions of one inference per payload on Xtensa lx106 under
     QEMU: icount(--runs=1) - icount(--runs=0) of the firmware's bundle
     runner (tests/firmware), as tests/firmware/test_xtensa_sim.py measures."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from firmware import xtensa_build as xb
+    sys.path.insert(0, str(REPO / "tools"))  # espnn_dev: the lx106 firmware build the tests use too
+    from espnn_dev import xtensa_build as xb
 
     from executorch_espnn import bundle as B
 

@@ -16,7 +16,7 @@ import struct
 import numpy as np
 import pytest
 
-import xts3_mutations as xm
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native as fmt
 from executorch_espnn.xts3_writer import Xts3Writer
 

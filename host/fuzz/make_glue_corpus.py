@@ -5,7 +5,7 @@ fuzz_et_glue and fuzz_et_pte:
         python host/fuzz/make_glue_corpus.py
 
 Seeds are real lowered payloads: the XTS3 blobs of the EspNNBackend delegates
-of the small programs in tests/hardening/et_programs.py (a fully delegated
+of the small programs in tools/espnn_dev/et_programs.py (a fully delegated
 CNN, an MLP, a CPU-fallback program with two delegates), each prefixed with
 fuzz_et_glue's control byte (see fuzz_et_glue.cpp): 0x00 (aligned payload,
 matching tensors) and 0x41 (payload at an odd address, event tracer
@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "host" / "fuzz" / "corpus" / "et_glue"
 OUT_PTE = REPO / "host" / "fuzz" / "corpus" / "et_pte"
-sys.path.insert(0, str(REPO / "tests" / "hardening"))
+sys.path.insert(0, str(REPO / "tools"))  # espnn_dev: the programs tests/hardening uses too
 
-import et_programs  # noqa: E402
+from espnn_dev import et_programs  # noqa: E402
 
 ALIGNED_MATCHING, ODD_TRACED = 0x00, 0x41
 MISMATCHES = {1: "dtype", 2: "shape", 3: "rank", 4: "argcount", 5: "dimorder", 6: "nottensor", 7: "nulldata"}

@@ -208,7 +208,7 @@ def test_graph_inputs_count_together_before_the_first_op():
 
 
 def test_bound_never_exceeds_the_stored_plans():
-    import op_corpus
+    from espnn_dev import op_corpus
 
     for name, blob in op_corpus.op_graphs():
         pm = payload_metrics(blob)

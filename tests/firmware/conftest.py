@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import toolchain
+from support import toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,7 @@ def host_runner(tmp_path_factory) -> Path:
 def corpus_cases():
     """The op corpus (every XTS3 opcode) and the parser tests' valid blobs as
     bundle cases; expected outputs from the host build of the runtime."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     return op_corpus.bundle_cases()
 
@@ -75,7 +75,7 @@ def xtensa(tmp_path_factory, corpus_cases):
     instead when ESPNN_REQUIRE_XTENSA=1 (CI)."""
     from executorch_espnn import bundle as B
 
-    from . import xtensa_build
+    from espnn_dev import xtensa_build
 
     why = xtensa_build.problem()
     if why:

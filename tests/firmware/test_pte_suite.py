@@ -16,7 +16,7 @@ pytest.importorskip("executorch")
 from executorch_espnn import pte_suite as S  # noqa: E402
 from executorch_espnn.bundle import parse_results  # noqa: E402
 
-from . import pte_models  # noqa: E402
+from espnn_dev import pte_models  # noqa: E402
 
 
 @pytest.fixture(scope="module")

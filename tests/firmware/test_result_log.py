@@ -72,7 +72,7 @@ def test_pte_runner_session(pte_runner, tmp_path):
     import executorch_espnn
     from executorch_espnn import pte_suite as S
 
-    from . import pte_models
+    from espnn_dev import pte_models
 
     if executorch_espnn._et_backend is None:
         pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")

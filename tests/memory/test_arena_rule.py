@@ -20,8 +20,8 @@ import re
 import numpy as np
 import pytest
 
-import op_corpus
-import xts3_mutations as xm
+from espnn_dev import op_corpus
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
 from executorch_espnn.analysis import arena_lower_bound

@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-import xts3_mutations as xm
+from . import xts3_mutations as xm
 from executorch_espnn import _native as fmt
 from executorch_espnn.xts3_writer import Xts3Writer
 

@@ -159,7 +159,7 @@ def region_blobs() -> list[ValidBlob]:
     tensor): an inverted residual block fused at 2-row bands and an in-place
     depthwise. Their mutations go to the -m32/sanitizer corpus, which checks
     only that every build gives the binding's verdict."""
-    import band_graphs as bg
+    from . import band_graphs as bg
 
     from executorch_espnn.memory import FusedRegion
 
