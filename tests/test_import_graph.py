@@ -124,18 +124,23 @@ def test_cycle_detection_sees_a_cycle_through_a_third_part():
 
 def function_level_imports(path: Path) -> list[tuple[int, str]]:
     """(line, source line) of each import inside a function without a
-    ``# lazy:`` reason on its line or the line above."""
+    reason: ``# lazy: <why>`` on its own line, or as a comment line above the
+    group of imports it belongs to (imports and blank lines between them)."""
     text = path.read_text()
     lines = text.splitlines()
+    nodes = [node for fn in ast.walk(ast.parse(text, str(path)))
+             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    import_lines = {n for node in nodes for n in range(node.lineno, node.end_lineno + 1)}
     bare = []
-    for fn in ast.walk(ast.parse(text, str(path))):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for node in nodes:
+        if LAZY_TAG in lines[node.lineno - 1]:
             continue
-        for node in ast.walk(fn):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                here, above = lines[node.lineno - 1], lines[node.lineno - 2] if node.lineno > 1 else ""
-                if LAZY_TAG not in here and not above.strip().startswith(LAZY_TAG):
-                    bare.append((node.lineno, here.strip()))
+        above = node.lineno - 1
+        while above >= 1 and (above in import_lines or not lines[above - 1].strip()):
+            above -= 1
+        if not (above >= 1 and lines[above - 1].strip().startswith(LAZY_TAG)):
+            bare.append((node.lineno, lines[node.lineno - 1].strip()))
     return sorted(set(bare))
 
 
@@ -148,9 +153,17 @@ def test_every_function_level_import_says_why():
 
 def test_the_lazy_import_check_finds_a_bare_one(tmp_path):
     src = tmp_path / "m.py"
-    src.write_text("import os\n\n\ndef f():\n    import json\n    # lazy: torch is heavy\n    import torch\n"
-                   "    from x import y  # lazy: optional\n    return json, torch, y, os\n")
-    assert function_level_imports(src) == [(5, "import json")]
+    src.write_text("import os\n\n\ndef f():\n"
+                   "    import json\n"  # 5: bare
+                   "    # lazy: torch is heavy\n"
+                   "    import torch\n"
+                   "\n"
+                   "    from x import y\n"  # 9: in the group under the comment
+                   "    from z import w  # lazy: optional\n"
+                   "    v = 1\n"
+                   "    from q import r\n"  # 12: code between it and the comment
+                   "    return json, torch, y, w, v, r, os\n")
+    assert function_level_imports(src) == [(5, "import json"), (12, "from q import r")]
 
 
 def _imports_tests(path: Path, root: Path = REPO) -> list[str]:

@@ -214,7 +214,6 @@ def parse_results(text: str) -> list[dict]:
 @dataclass
 class RunLog:
     """One complete runner session (bundle or .pte mode) from a console log."""
-
     begin: dict
     results: dict[str, dict]  # case name -> its ESPNN_RESULT record, in order
     end: dict
@@ -269,6 +268,7 @@ def check_run(text: str) -> RunLog:
 
 # ----------------------------------------------------------------- CLI
 def _demo_cases(runs: int) -> list[BundleCase]:
+    # lazy: only the demo cases need selfcheck, which brings the planner (memory) along
     from . import selfcheck
 
     blob = selfcheck.build(np.random.default_rng(2026))[0]

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 @dataclass
 class ElementDiff:
     """One output against its reference."""
-
     max_abs: float  # largest |got - want| over the pairs where both are finite (0.0 if none)
     abs_diff: object  # torch float64 tensor: |got - want| where both are finite, 0 elsewhere
     nonfinite_mismatches: int  # pairs that disagree by the non-finite rule
@@ -36,6 +35,7 @@ class ElementDiff:
 def element_diff(got, want, equal_nan: bool = False) -> ElementDiff:
     """Compares two tensors of the same shape element by element (see the
     module docstring)."""
+    # lazy: torch takes seconds to import; the runtime and the CLI, which import this module, must load without it
     import torch
 
     g, w = got.detach().double(), want.detach().double()

@@ -32,6 +32,7 @@ class QuantizationError(RuntimeError):
 
 
 def _check_inputs(model, example_inputs) -> tuple:
+    # lazy: torch takes seconds to import; `import executorch_espnn` and `espnn --help` must load without it
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -47,6 +48,7 @@ def _check_inputs(model, example_inputs) -> tuple:
 def _batches(calibration):
     """Each calibration item as a tuple of inputs; a bare tensor would be
     unpacked along its first dimension, so it is refused."""
+    # lazy: torch takes seconds to import; `import executorch_espnn` and `espnn --help` must load without it
     import torch
 
     try:
@@ -85,6 +87,7 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
     ``to_espnn_edge``. Raises TypeError/ValueError for arguments it cannot
     use, QuantizationError naming the step when torch or torchao fail.
     """
+    # lazy: torch, torchao and the quantizer take seconds to import; `espnn --help` must load without them
     import torch
     from torchao.quantization.pt2e import move_exported_model_to_eval
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
@@ -135,6 +138,7 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
 def output_scales(quantized) -> list:
     """The int8 step (scale) of each output of a ``convert_pt2e`` GraphModule,
     None for an output that is not dequantized from int8 (a float output)."""
+    # lazy: torch takes seconds to import; `import executorch_espnn` and `espnn --help` must load without it
     import torch
 
     out = quantized.graph.output_node().args[0]
@@ -147,6 +151,7 @@ def delegate_payloads(program, method: str = "forward") -> list[bytes]:
     """The XTS3 payload of each EspNNBackend delegate of a lowered program, in
     graph order. ``program``: an EdgeProgramManager (``to_espnn_edge``), an
     ExecutorchProgramManager or an ExportedProgram."""
+    # lazy: executorch and the partition package; `espnn --help` must load without them
     from executorch.exir.lowered_backend_module import get_lowered_backend_modules
 
     from .partition.report import BACKEND_ID

@@ -4,6 +4,13 @@ line names the step, the node when there is one, and what to do."""
 
 from __future__ import annotations
 
+from .. import ET_BACKEND_ERROR, _et_backend
+from ..compile_spec import EspNNCompileSpecBuilder
+from ..memory.schedule_search import ScheduleError
+from ..pipeline import QuantizationError, output_scales
+from ..pipeline import quantize as pt2e_quantize
+from ..runtime import load_program, run_edge_program, run_pte
+from .compare import Comparison, as_list
 from .errors import ProgramError, UsageError, one_line
 from .progress import progress
 
@@ -15,6 +22,7 @@ def _export_failed(what: str, e: BaseException) -> ProgramError:
 
 
 def _export(model, example, what: str):
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     try:
@@ -26,8 +34,6 @@ def _export(model, example, what: str):
 def quantize(model, example, calib, qat_data, args, steps):
     """(quantized GraphModule, QAT info or None): ``executorch_espnn.quantize``
     with progress lines, and its failures as CliErrors."""
-    from ..pipeline import QuantizationError
-    from ..pipeline import quantize as pt2e_quantize
 
     qat_info = {}
 
@@ -62,6 +68,7 @@ def quantize(model, example, calib, qat_data, args, steps):
 
 def _train(prepared, data, epochs: int, lr: float) -> dict:
     """QAT: SGD on cross-entropy of the first output (taken as logits)."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
     import torch.nn.functional as F
 
@@ -86,8 +93,6 @@ _STRICT_PREFIX = "EspNNPartitioner(allow_cpu_fallback=False)"
 
 def _schedule_error(e: BaseException):
     """The ScheduleError behind ``e`` (ExecuTorch may wrap what the partitioner raised), or None."""
-    from ..memory.schedule_search import ScheduleError
-
     while e is not None:
         if isinstance(e, ScheduleError):
             return e
@@ -96,7 +101,7 @@ def _schedule_error(e: BaseException):
 
 
 def lower(quantized, example, target: str, strict: bool, *, schedule: str = "auto", arena_budget: int | None = None):
-    from ..compile_spec import EspNNCompileSpecBuilder
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition import to_espnn_edge
 
     ep = _export(quantized, example, "quantized model")
@@ -114,6 +119,7 @@ def lower(quantized, example, target: str, strict: bool, *, schedule: str = "aut
 def _lowering_failure(e: Exception, schedule: str) -> ProgramError | None:
     """The CliError that says what went wrong in to_espnn_edge and what to do
     (None: not a failure the user can act on)."""
+    # lazy: the lowering loads torch; `espnn --help` must load without it
     from ..lowering.lower import LoweringError
 
     budget_error = _schedule_error(e)
@@ -141,6 +147,7 @@ def _lowering_failure(e: Exception, schedule: str) -> ProgramError | None:
 
 def to_pte(edge) -> bytes:
     # The out-variants of quantize/dequantize ops left on the CPU live in this library.
+    # lazy: executorch; imported for its side effect when the program is serialized
     import executorch.kernels.quantized  # noqa: F401
 
     try:
@@ -151,6 +158,7 @@ def to_pte(edge) -> bytes:
 
 
 def add_planned_memory(report, pte: bytes) -> None:
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition.report import pte_program
 
     for plan in pte_program(pte).execution_plan:
@@ -168,9 +176,6 @@ class HostRunner:
         self.kind = "pte" if use_pte else "edge"
         self.program = None
         if use_pte:
-            from .. import ET_BACKEND_ERROR, _et_backend
-            from ..runtime import load_program
-
             if _et_backend is None:
                 raise UsageError(f"the EspNNBackend delegate is not available in this install ({ET_BACKEND_ERROR}): "
                                  "install executorch-espnn into the environment that holds the executorch wheel "
@@ -189,10 +194,7 @@ class HostRunner:
 
     def __call__(self, inputs) -> list:
         if self.kind == "pte":
-            from ..runtime import run_pte
-
             return run_pte(None, list(inputs), self.method, program=self.program)
-        from ..runtime import run_edge_program
 
         return run_edge_program(self.edge, list(inputs), self.method)[0]
 
@@ -234,10 +236,8 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
     program whose delegates run on the native device runtime — the gate: the
     .pte must compute what the device code computes — and (2) with the
     quantized PyTorch model: measured always, a gate only with `tolerance_lsb`."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
-
-    from ..pipeline import output_scales
-    from .compare import Comparison, as_list
 
     scales = output_scales(quantized)
     vs_model = Comparison(scales, float_rtol=FLOAT_RTOL)
@@ -254,8 +254,6 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
-                from ..runtime import run_edge_program
-
                 vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
             if classifier is None:
                 classifier = classifier_shaped(want, batch.inputs)
@@ -278,10 +276,8 @@ def accuracy(model, quantized, runner: HostRunner, data) -> dict:
     """Top-1 of the float model, the quantized PyTorch model and the program on
     the host, on labelled batches, and the program's largest deviation from
     the quantized model in output steps."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
-
-    from ..pipeline import output_scales
-    from .compare import Comparison, as_list
 
     hits = {"float": 0, "quantized": 0, "delegate": 0}
     cmp = Comparison(output_scales(quantized)[:1])

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import tolerance_arg
+from .. import runtime
+from ..pte_suite import random_inputs
+from .compare import Comparison, tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, ProgramError, UsageError, one_line
 from .files import load_npy, writable_folder
+from .report_cmd import read_checked_pte
 
 
 def add_parser(sub, parents) -> None:
@@ -36,11 +39,8 @@ def add_parser(sub, parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
-
-    from .. import runtime
-    from .compare import Comparison
-    from .report_cmd import read_checked_pte
 
     pte = read_checked_pte(args.pte)  # a corrupt file is exit 2 and never reaches ExecuTorch's loader
     if args.save:
@@ -59,8 +59,6 @@ def run(args: argparse.Namespace) -> int:
                              f"given {len(args.input)} time(s)")
         inputs = [load_npy(p, "--input") for p in args.input]
     else:
-        from ..pte_suite import random_inputs
-
         inputs = random_inputs(pte, args.method, seed=args.seed, program=program)
     try:
         with warnings.catch_warnings(record=True) as notes:

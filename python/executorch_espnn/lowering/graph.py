@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx import Node
 
 
 class Unsupported(Exception):
     """Raised by an analysis when ESP-NN cannot take a node; the message is the reason."""
-
 
 def target_of(node: Node) -> Any:
     """The ATen OpOverload (or Python callable) a call_function node runs."""
@@ -120,7 +120,6 @@ class ConstantSource:
 
 
 def is_fake(t) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(t, FakeTensor)
 

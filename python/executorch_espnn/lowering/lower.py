@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import _native
 from ..compile_spec import CompileOptions
 from ..memory import memory_order
 from ..memory.schedule_search import Schedule, ScheduleError, choose_schedule
@@ -15,7 +16,6 @@ from .registry import lookup
 
 class LoweringError(RuntimeError):
     """A subgraph could not be lowered; `node` names the fx node at fault (or None)."""
-
     def __init__(self, message: str, node: str | None = None):
         super().__init__(message)
         self.node = node
@@ -24,10 +24,8 @@ class LoweringError(RuntimeError):
 class ParserRejection(LoweringError):
     """The native XTS3 parser refused the serialized bytes (message = the parser's)."""
 
-
 class TooLarge(LoweringError):
     """The program exceeds a runtime limit (tensors, ops, graph inputs/outputs)."""
-
 
 @dataclass
 class LoweredProgram:
@@ -130,8 +128,6 @@ _OP_RE = re.compile(r"\bop (\d+)\b")
 
 def validate(blob: bytes, op_nodes: list[str]) -> None:
     """The native parser's verdict; a rejection names the fx node of the failing op."""
-    from .. import _native
-
     try:
         _native.Program(blob)
     except ValueError as e:

@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from .. import _native
 from .arena_plan import plan_arena
 from .arena_rule import ArenaGraph, liveness
 from .band_schedule import BandGraph, FusedRegion, fusable_chains, fuse, is_fusable, recomputed_macs
@@ -70,7 +71,6 @@ class ScheduleError(ValueError):
 @dataclass(frozen=True)
 class Schedule:
     """The regions chosen for one graph and what they cost."""
-
     mode: str  # the mode asked for (SCHEDULE_MODES)
     regions: tuple  # memory.band_schedule.FusedRegion, in op order; () = layer by layer
     peak: int  # planned arena with these regions, bytes
@@ -230,7 +230,6 @@ def _check_budget(s: Schedule, budget: int | None, smallest: int | None = None) 
 @dataclass
 class _Chains:
     """The DP over every chain, for one cost model."""
-
     costs: BandCosts
     chains: list  # disjoint spans (_spans)
     max_ops: int  # no region is longer than the longest fusable run
@@ -446,8 +445,6 @@ def _graph_and_regions(payload: BandGraph) -> tuple[ArenaGraph, tuple]:
 
 def _whole_nbytes(tensor: dict) -> int:
     """A tensor's bytes whole (a BANDED tensor's record holds its band buffer's)."""
-    from .. import _native
-
     n = _native.DTYPES[tensor["dtype"]][1]
     for d in tensor["shape"]:
         n *= d
