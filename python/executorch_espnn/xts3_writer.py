@@ -12,10 +12,10 @@ benchmarks and the tests build programs with it.
 
 from __future__ import annotations
 
+from . import _native as fmt
 from .memory import ArenaGraph, ArenaPlan, BandGraph, OpIO, plan_arena
 from .memory.arena_rule import aligned
 from .serialization import Xts3Serializer
-from . import _native as fmt
 
 __all__ = ["Xts3Writer"]
 

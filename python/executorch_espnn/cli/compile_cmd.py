@@ -6,16 +6,16 @@ import argparse
 import time
 from pathlib import Path
 
-from . import compile_steps
-from . import data as data_mod
+from .. import runtime
 from ..compile_spec import parse_size
-from ..runtime import missing_host_kernels
 from ..targets import DEFAULT as DEFAULT_TARGET
 from ..targets import TARGETS as _CHIPS
+from . import compile_steps, loading
+from . import data as data_mod
 from .compare import tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
 from .files import writable_file, write_file
-from .loading import DEFAULT_MODEL, load_model
+from .loading import DEFAULT_MODEL
 from .progress import Stages, warn
 
 DEFAULT_RANDOM_BATCHES = 8
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
 
     steps(f"loading model {args.model}")
 
-    model, example = load_model(args.model)
+    model, example = loading.load_model(args.model)  # looked up at the call: tests replace it
     qat_data = (data_mod.load_dataset(args.qat_data, example, "--qat-data", need_labels=True)
                 if args.qat_data else None)
     eval_data = (data_mod.load_dataset(args.eval_data, example, "--eval-data", need_labels=True)
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
 
     steps("running on the host runtime")
 
-    missing = missing_host_kernels(pte)
+    missing = runtime.missing_host_kernels(pte)
     if missing:
         warning(f"this host's ExecuTorch runtime lacks CPU kernel(s) {', '.join(missing)} that {output} calls: "
                 "verifying the lowered program instead (delegates on the native runtime, CPU ops in PyTorch); "

@@ -4,12 +4,11 @@ line names the step, the node when there is one, and what to do."""
 
 from __future__ import annotations
 
-from .. import ET_BACKEND_ERROR, _et_backend
+from .. import ET_BACKEND_ERROR, _et_backend, runtime
 from ..compile_spec import EspNNCompileSpecBuilder
 from ..memory.schedule_search import ScheduleError
 from ..pipeline import QuantizationError, output_scales
 from ..pipeline import quantize as pt2e_quantize
-from ..runtime import load_program, run_edge_program, run_pte
 from .compare import Comparison, as_list
 from .errors import ProgramError, UsageError, one_line
 from .progress import progress
@@ -182,7 +181,7 @@ class HostRunner:
                                  "it pins (pip install .)")
 
             try:
-                self.program = load_program(pte)
+                self.program = runtime.load_program(pte)
             except Exception as e:
                 raise ProgramError(f"the host runtime cannot load the .pte: {one_line(e)} (ExecuTorch's "
                                     "log above says why)") from e
@@ -194,9 +193,9 @@ class HostRunner:
 
     def __call__(self, inputs) -> list:
         if self.kind == "pte":
-            return run_pte(None, list(inputs), self.method, program=self.program)
+            return runtime.run_pte(None, list(inputs), self.method, program=self.program)
 
-        return run_edge_program(self.edge, list(inputs), self.method)[0]
+        return runtime.run_edge_program(self.edge, list(inputs), self.method)[0]
 
 
 def _rows(cmp) -> list[dict]:
@@ -254,7 +253,7 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
-                vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
+                vs_device.add(got, runtime.run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
             if classifier is None:
                 classifier = classifier_shaped(want, batch.inputs)
             if classifier:

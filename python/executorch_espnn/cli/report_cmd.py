@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import runtime
 from ..pte_check import InvalidProgramError, check_pte
-from ..runtime import missing_host_kernels
 from .errors import EXIT_OK, UsageError
 from .files import read_bytes
 from .progress import warn
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for text in warnings:
         warn(text)
     doc = report_document(pte_path=args.pte, pte_bytes=len(pte), report=report,
-                          missing_kernels=missing_host_kernels(pte), warnings=warnings)
+                          missing_kernels=runtime.missing_host_kernels(pte), warnings=warnings)
     write_outputs(doc, args.json, args.html)
     print_summary(doc, json_path=args.json, html_path=args.html, verbose=args.verbose)
     return EXIT_OK
