@@ -214,6 +214,7 @@ def parse_results(text: str) -> list[dict]:
 @dataclass
 class RunLog:
     """One complete runner session (bundle or .pte mode) from a console log."""
+
     begin: dict
     results: dict[str, dict]  # case name -> its ESPNN_RESULT record, in order
     end: dict

@@ -54,6 +54,7 @@ def parse_size(text) -> int:
 @dataclass(frozen=True)
 class CompileOptions:
     """Decoded compile specs (defaults = no specs)."""
+
     target: str = "esp32s3"
     arena_budget: int | None = None  # bytes each partition's arena must fit in (None: the smallest the mode reaches)
     schedule: str = "auto"  # memory.schedule_search.SCHEDULE_MODES
@@ -93,6 +94,7 @@ class EspNNCompileSpecBuilder:
     """Builds the compile specs of ``EspNNPartitioner`` / ``to_espnn_edge``.
 
     Options:
+
     * ``set_target(name)`` - the chip the program is compiled for:
       ``"esp32s3"`` (default; ESP-NN's SIMD kernels) or ``"esp32"`` (ESP-NN's
       generic C paths). Format version 1 programs are the same bytes for both
@@ -112,6 +114,7 @@ class EspNNCompileSpecBuilder:
       ``ScheduleError`` (naming the smallest peak reachable) when none fits.
 
     Example::
+
         specs = EspNNCompileSpecBuilder().set_target("esp32").set_arena_budget("320K").build()
         edge = to_espnn_edge(ep, compile_specs=specs)
     """

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 @dataclass
 class ElementDiff:
     """One output against its reference."""
+
     max_abs: float  # largest |got - want| over the pairs where both are finite (0.0 if none)
     abs_diff: object  # torch float64 tensor: |got - want| where both are finite, 0 elsewhere
     nonfinite_mismatches: int  # pairs that disagree by the non-finite rule

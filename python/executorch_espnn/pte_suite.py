@@ -98,6 +98,7 @@ class PteCase:
 @dataclass
 class PteSuite:
     """A program (.pte bytes), the method every case runs, and the cases."""
+
     pte: bytes
     method: str = "forward"
     cases: list[PteCase] = field(default_factory=list)

@@ -63,6 +63,7 @@ def quantize_multiplier_smaller_than_one(d: float) -> tuple[int, int]:
 
 def activation_range(act: int, scale: float, zero_point: int) -> tuple[int, int]:
     """TFLite CalculateActivationRangeQuantized for int8 ([-128, 127] base)."""
+
     def q(v: float) -> int:
         # float32 division, then std::round (half away from zero)
         return zero_point + _round_half_away(float(np.float32(v) / np.float32(scale)))
@@ -170,6 +171,7 @@ def mean_params(s_in: float, s_out: float, n: int) -> tuple[int, int]:
 
 def hard_swish_params(s_in: float, s_out: float) -> dict:
     """TFLite HardSwish int8 parameters (float32 arithmetic, Q15 multipliers)."""
+
     def downscale(m: int) -> int:
         return 32767 if m >= INT32_MAX - (1 << 15) else (m + (1 << 15)) >> 16
 

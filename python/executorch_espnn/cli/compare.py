@@ -34,6 +34,7 @@ def as_list(out) -> list:
 @dataclass
 class Comparison:
     """Largest difference per output over all samples compared."""
+
     scales: list  # output step (LSB) per output, None for float outputs
     # Float outputs may also differ by this fraction of the reference element. Two float
     # implementations (ExecuTorch's portable kernels, PyTorch's vectorized ones, whose

@@ -22,6 +22,7 @@ from torch.fx import Node
 class Unsupported(Exception):
     """Raised by an analysis when ESP-NN cannot take a node; the message is the reason."""
 
+
 def target_of(node: Node) -> Any:
     """The ATen OpOverload (or Python callable) a call_function node runs."""
     t = node.target

@@ -16,6 +16,7 @@ from .registry import lookup
 
 class LoweringError(RuntimeError):
     """A subgraph could not be lowered; `node` names the fx node at fault (or None)."""
+
     def __init__(self, message: str, node: str | None = None):
         super().__init__(message)
         self.node = node
@@ -24,8 +25,10 @@ class LoweringError(RuntimeError):
 class ParserRejection(LoweringError):
     """The native XTS3 parser refused the serialized bytes (message = the parser's)."""
 
+
 class TooLarge(LoweringError):
     """The program exceeds a runtime limit (tensors, ops, graph inputs/outputs)."""
+
 
 @dataclass
 class LoweredProgram:

@@ -71,6 +71,7 @@ class ScheduleError(ValueError):
 @dataclass(frozen=True)
 class Schedule:
     """The regions chosen for one graph and what they cost."""
+
     mode: str  # the mode asked for (SCHEDULE_MODES)
     regions: tuple  # memory.band_schedule.FusedRegion, in op order; () = layer by layer
     peak: int  # planned arena with these regions, bytes
@@ -230,6 +231,7 @@ def _check_budget(s: Schedule, budget: int | None, smallest: int | None = None) 
 @dataclass
 class _Chains:
     """The DP over every chain, for one cost model."""
+
     costs: BandCosts
     chains: list  # disjoint spans (_spans)
     max_ops: int  # no region is longer than the longest fusable run

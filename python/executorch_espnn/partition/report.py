@@ -41,6 +41,7 @@ BACKEND_ID = "EspNNBackend"
 @dataclass
 class PayloadSummary:
     """One ESP-NN payload, as the device parser and the static analysis see it."""
+
     format_version: int
     num_ops: int
     num_tensors: int
@@ -92,6 +93,7 @@ class PartitionInfo:
 @dataclass
 class CpuOp:
     """A kernel call outside the delegates (op_kinds: getitem and aliasing views are none)."""
+
     node: str
     op: str
     reason: str | None  # None in a report read from a .pte (reasons are not serialized)
