@@ -32,7 +32,7 @@ def as_list(out) -> list:
 
 
 @dataclass
-class Comparison:
+class LargestDiffs:
     """Largest difference per output over all samples compared."""
 
     scales: list  # output step (LSB) per output, None for float outputs

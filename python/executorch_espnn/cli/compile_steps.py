@@ -9,7 +9,7 @@ from ..compile_spec import EspNNCompileSpecBuilder
 from ..memory.schedule_search import ScheduleError
 from ..pipeline import QuantizationError, output_scales
 from ..pipeline import quantize as pt2e_quantize
-from .compare import Comparison, as_list
+from .compare import LargestDiffs, as_list
 from .errors import ProgramError, UsageError, one_line
 from .progress import progress
 
@@ -239,8 +239,8 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
     import torch
 
     scales = output_scales(quantized)
-    vs_model = Comparison(scales, float_rtol=FLOAT_RTOL)
-    vs_device = Comparison(scales, float_rtol=FLOAT_RTOL) if runner.kind == "pte" else None
+    vs_model = LargestDiffs(scales, float_rtol=FLOAT_RTOL)
+    vs_device = LargestDiffs(scales, float_rtol=FLOAT_RTOL) if runner.kind == "pte" else None
     agree = total = 0
     classifier = None  # decided on the first batch (static shapes: the same for every batch)
     with torch.no_grad():
@@ -279,7 +279,7 @@ def accuracy(model, quantized, runner: HostRunner, data) -> dict:
     import torch
 
     hits = {"float": 0, "quantized": 0, "delegate": 0}
-    cmp = Comparison(output_scales(quantized)[:1])
+    cmp = LargestDiffs(output_scales(quantized)[:1])
     n = 0
     with torch.no_grad():
         for batch in progress(data.batches, len(data.batches), "accuracy"):

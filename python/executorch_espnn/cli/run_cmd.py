@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import runtime
 from ..pte_suite import random_inputs
-from .compare import Comparison, tolerance_arg
+from .compare import LargestDiffs, tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, ProgramError, UsageError, one_line
 from .files import load_npy, writable_folder
 from .report_cmd import read_checked_pte
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if len(args.reference) != len(outputs):
         raise UsageError(f"{args.pte} method {args.method} has {len(outputs)} output(s), --reference was given "
                          f"{len(args.reference)} time(s)")
-    cmp = Comparison([None] * len(outputs))
+    cmp = LargestDiffs([None] * len(outputs))
     refs = [torch.from_numpy(load_npy(p, "--reference", numeric=True)) for p in args.reference]
     try:
         cmp.add(outputs, refs)
