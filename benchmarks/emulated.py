@@ -37,7 +37,7 @@ import numpy as np
 
 from executorch_espnn import bundle as B
 from executorch_espnn import quant_params as qp
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 REPO = Path(__file__).resolve().parents[1]
 QEMU_ESP = REPO / "tools/qemu-esp/qemu-esp"

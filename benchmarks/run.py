@@ -196,8 +196,8 @@ def xtensa_icounts(payloads: list[bytes], workdir: Path) -> list[int] | str:
     """Guest instructions of one inference per payload on Xtensa lx106 under
     QEMU: icount(--runs=1) - icount(--runs=0) of the firmware's bundle
     runner (tests/firmware), as tests/firmware/test_xtensa_sim.py measures."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from firmware import xtensa_build as xb
+    sys.path.insert(0, str(REPO / "tools"))  # espnn_dev: the lx106 firmware build the tests use too
+    from espnn_dev import xtensa_build as xb
 
     from executorch_espnn import bundle as B
 
@@ -238,7 +238,7 @@ def xtensa_icounts(payloads: list[bytes], workdir: Path) -> list[int] | str:
 
 
 def _view_chain(n: int) -> bytes:
-    from executorch_espnn.serialization import Xts3Writer
+    from executorch_espnn.xts3_writer import Xts3Writer
 
     w = Xts3Writer()
     t = first = w.tensor((16,))

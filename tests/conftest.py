@@ -1,4 +1,6 @@
-"""Shared pytest fixtures for the host tests (tests/graph_util.py has the graph helpers)."""
+"""Shared pytest fixtures for the host tests. Helpers: tests/support/ (the
+tests' own) and tools/espnn_dev/ (shared with benchmarks, fuzz and tools, e.g.
+graph_util.py's one-op graphs); pyproject puts both on the path."""
 
 import os
 from pathlib import Path

@@ -12,9 +12,9 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import _native as fmt  # the format constants, from xts3_format.h
-from executorch_espnn.serialization.xts3_writer import Xts3Writer
-from graph_util import expect_rejected
-from xts3_mutations import Layout, patch
+from executorch_espnn.xts3_writer import Xts3Writer
+from espnn_dev.graph_util import expect_rejected
+from espnn_dev.xts3_mutations import Layout, patch
 
 EXTERNAL = fmt.TENSOR_FLAGS["EXTERNAL"]
 

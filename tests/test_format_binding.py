@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = REPO / "components/espnn_runtime/include/espnn/xts3_format.h"

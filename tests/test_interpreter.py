@@ -5,7 +5,7 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 S, ZP = 0.05, -3
 

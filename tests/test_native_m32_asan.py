@@ -12,7 +12,7 @@ three variants, in a session-scoped temporary build directory:
   asan64        64-bit, -fsanitize=address,undefined -fno-sanitize-recover=all
   asan_m32      -m32 with the same sanitizers (needs the 32-bit runtimes)
 
-and runs each over the corpus of tests/xts3_mutations.py (the valid blobs,
+and runs each over the corpus of tools/espnn_dev/xts3_mutations.py (the valid blobs,
 every truncation, every huge-field and PARAMS mutation) in one process. For
 each blob the tool's verdict (OK / REJECT and the message text) must equal
 what executorch_espnn._native says, and for accepted blobs the output bytes
@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import op_corpus
-import toolchain
-import xts3_mutations as xm
+from espnn_dev import op_corpus
+from support import toolchain
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native as fmt
 
 REPO = Path(__file__).resolve().parents[1]
@@ -276,9 +276,9 @@ def test_blob_must_be_16_byte_aligned_in_memory(tools, corpus, variant, tmp_path
 
 @pytest.fixture(scope="session")
 def hardening_corpus(tmp_path_factory) -> dict[str, Expected]:
-    """The defect-class blobs of tests/hardening/regression_blobs.py, written
+    """The defect-class blobs of tools/espnn_dev/regression_blobs.py, written
     like `corpus` above, with the 64-bit binding's verdict per file."""
-    from hardening import regression_blobs
+    from espnn_dev import regression_blobs
 
     d = tmp_path_factory.mktemp("hardening_corpus")
     expected: dict[str, Expected] = {}

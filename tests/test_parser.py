@@ -16,9 +16,9 @@ import struct
 import numpy as np
 import pytest
 
-import xts3_mutations as xm
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native as fmt
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 VALID = {v.name: v for v in xm.valid_blobs()}
 LIMITS = fmt.LIMITS

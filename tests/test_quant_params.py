@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import quant_params as qp
-from tflite_reference import mbqm
+from support.tflite_reference import mbqm
 
 
 def _cases(vectors_dir, name):

@@ -1,4 +1,4 @@
-"""tests/toolchain.py: tests that compile native code skip, with the reason,
+"""tests/support/toolchain.py: tests that compile native code skip, with the reason,
 where no compiler is reachable (an installed wheel needs none), and fail
 instead under ESPNN_REQUIRE_TOOLCHAIN=1 (CI)."""
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-import toolchain
+from support import toolchain
 
 
 @pytest.fixture

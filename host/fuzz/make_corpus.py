@@ -3,14 +3,14 @@
     PYTHONPATH=<dir with executorch_espnn and its _native> python host/fuzz/make_corpus.py [--out DIR]
 
 host/fuzz/corpus/run/    accepted graphs small enough for fuzz_run (arena and
-                         scratch <= 256 KiB): the graphs of tests/op_corpus.py
+                         scratch <= 256 KiB): the graphs of tools/espnn_dev/op_corpus.py
                          (together they use every opcode), the valid blobs of
-                         tests/xts3_mutations.py, and the smallest single-op
+                         tools/espnn_dev/xts3_mutations.py, and the smallest single-op
                          graphs that tests/ops builds, one per opcode, and the
-                         accepted blobs of tests/hardening/regression_blobs.py
+                         accepted blobs of tools/espnn_dev/regression_blobs.py
                          (grouped conv, depthwise multipliers, 16 graph I/O).
 host/fuzz/corpus/parse/  the same, plus the hand-built rejected blobs of
-                         tests/hardening/regression_blobs.py (the two smallest
+                         tools/espnn_dev/regression_blobs.py (the two smallest
                          of each defect class, so the fuzzer starts next to
                          every check that once mattered).
 
@@ -36,7 +36,7 @@ PER_OPCODE = 1
 REJECTED_PER_CLASS = 2
 MAX_SEED_BYTES = 4096
 
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tools"))  # espnn_dev: the graphs and blobs the tests use too
 
 import pytest  # noqa: E402
 from corpus_dirs import replace_corpora  # noqa: E402  (host/fuzz, the script's own directory)
@@ -105,9 +105,8 @@ def _single_op_graphs() -> list[tuple[str, bytes]]:
 def seeds(single_op: bool = True) -> dict[str, dict[str, bytes]]:
     """Target -> {file name: blob}; `single_op=False` leaves out the
     single-op graphs of tests/ops (collecting them runs all of tests/ops)."""
-    import op_corpus
-    import xts3_mutations as xm
-    from hardening import regression_blobs
+    from espnn_dev import op_corpus, regression_blobs
+    from espnn_dev import xts3_mutations as xm
 
     accepted = [(f"graph_{n}", b) for n, b in op_corpus.op_graphs()]
     accepted += [(f"valid_{v.name}", v.blob) for v in xm.valid_blobs()]

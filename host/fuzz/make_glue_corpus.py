@@ -5,7 +5,7 @@ fuzz_et_glue and fuzz_et_pte:
         python host/fuzz/make_glue_corpus.py [--out DIR]
 
 Seeds are real lowered payloads: the XTS3 blobs of the EspNNBackend delegates
-of the small programs in tests/hardening/et_programs.py (a fully delegated
+of the small programs in tools/espnn_dev/et_programs.py (a fully delegated
 CNN, an MLP, a CPU-fallback program with two delegates), each prefixed with
 fuzz_et_glue's control byte (see fuzz_et_glue.cpp): 0x00 (aligned payload,
 matching tensors) and 0x41 (payload at an odd address, event tracer
@@ -28,9 +28,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "host" / "fuzz" / "corpus"
-sys.path.insert(0, str(REPO / "tests" / "hardening"))
+sys.path.insert(0, str(REPO / "tools"))  # espnn_dev: the programs tests/hardening uses too
 
-import et_programs  # noqa: E402
+from espnn_dev import et_programs  # noqa: E402
 from corpus_dirs import replace_corpora  # noqa: E402  (host/fuzz, the script's own directory)
 
 ALIGNED_MATCHING, ODD_TRACED = 0x00, 0x41

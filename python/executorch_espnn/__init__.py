@@ -21,13 +21,15 @@ Python code — and registers the C++ EspNNBackend delegate there, so
 ``executorch_espnn.runtime`` and docs/runtime.md).
 """
 
+import importlib
+from importlib import metadata
+
 
 def _version() -> str:
     """The installed distribution's version: defined once, in pyproject.toml
     ([project] version; the component manifest and the release tag must
     agree with it, .github/scripts/check_release.py). A source tree on
     PYTHONPATH without installed metadata (scripts/dev-build.sh) says so."""
-    from importlib import metadata
 
     try:
         return metadata.version("executorch-espnn")
@@ -64,8 +66,6 @@ __all__ = ["__version__", *_LAZY]
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value

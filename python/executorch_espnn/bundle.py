@@ -234,6 +234,7 @@ def check_run(text: str) -> RunLog:
 
 # ----------------------------------------------------------------- CLI
 def _demo_cases(runs: int) -> list[BundleCase]:
+    # lazy: only the demo cases need selfcheck, which brings the planner (memory) along
     from . import selfcheck
 
     blob = selfcheck.build(np.random.default_rng(2026))[0]

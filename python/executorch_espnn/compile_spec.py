@@ -142,6 +142,7 @@ class EspNNCompileSpecBuilder:
         return self
 
     def build(self) -> list:
+        # lazy: executorch; the spec builder and parse_size are used without it (the CLI's arguments)
         from executorch.exir.backend.compile_spec_schema import CompileSpec
 
         specs = [CompileSpec("target", self._target.encode("ascii"))]

@@ -36,6 +36,7 @@ class ElementDiff:
 def element_diff(got, want, equal_nan: bool = False) -> ElementDiff:
     """Compares two tensors of the same shape element by element (see the
     module docstring)."""
+    # lazy: torch takes seconds to import; the runtime and the CLI, which import this module, must load without it
     import torch
 
     g, w = got.detach().double(), want.detach().double()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from .error_text import one_line
+
 __all__ = ["QuantizationError", "delegate_payloads", "output_scales", "quantize"]
 
 
@@ -29,12 +31,8 @@ class QuantizationError(RuntimeError):
         self.step, self.batch = step, batch
 
 
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
 def _check_inputs(model, example_inputs) -> tuple:
+    # lazy: torch takes seconds to import; `import executorch_espnn` and `espnn --help` must load without it
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -50,6 +48,7 @@ def _check_inputs(model, example_inputs) -> tuple:
 def _batches(calibration):
     """Each calibration item as a tuple of inputs; a bare tensor would be
     unpacked along its first dimension, so it is refused."""
+    # lazy: torch takes seconds to import; `import executorch_espnn` and `espnn --help` must load without it
     import torch
 
     try:
@@ -88,6 +87,7 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
     ``to_espnn_edge``. Raises TypeError/ValueError for arguments it cannot
     use, QuantizationError naming the step when torch or torchao fail.
     """
+    # lazy: torch, torchao and the quantizer take seconds to import; `espnn --help` must load without them
     import torch
     from torchao.quantization.pt2e import move_exported_model_to_eval
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
@@ -106,12 +106,12 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
         exported = torch.export.export(model.train() if qat is not None else model.eval(), example_inputs)
         graph = exported.module(check_guards=False)
     except Exception as e:
-        raise QuantizationError("export", f"torch.export of the model failed: {_one_line(e)}") from e
+        raise QuantizationError("export", f"torch.export of the model failed: {one_line(e, typed=True)}") from e
     try:
         prepared = (prepare_qat_pt2e if qat is not None else prepare_pt2e)(graph, quantizer)
     except Exception as e:
         raise QuantizationError("prepare", f"{type(quantizer).__name__} could not prepare the model: "
-                                f"{_one_line(e)}") from e
+                                f"{one_line(e, typed=True)}") from e
     if qat is not None:
         qat(prepared)  # the caller's training: its exceptions are its own
         move_exported_model_to_eval(prepared)
@@ -122,7 +122,8 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
             try:
                 prepared(*batch)
             except Exception as e:
-                raise QuantizationError("calibrate", f"calibration batch {k} failed in the model: {_one_line(e)}",
+                raise QuantizationError("calibrate", f"calibration batch {k} failed in the model: "
+                                        f"{one_line(e, typed=True)}",
                                         batch=k) from e
             seen += 1
     if not seen and qat is None:
@@ -131,12 +132,13 @@ def quantize(model, example_inputs, calibration: Iterable | None, *, qat: Callab
     try:
         return convert_pt2e(prepared)
     except Exception as e:
-        raise QuantizationError("convert", f"convert_pt2e failed: {_one_line(e)}") from e
+        raise QuantizationError("convert", f"convert_pt2e failed: {one_line(e, typed=True)}") from e
 
 
 def output_scales(quantized) -> list:
     """The int8 step (scale) of each output of a ``convert_pt2e`` GraphModule,
     None for an output that is not dequantized from int8 (a float output)."""
+    # lazy: torch takes seconds to import; `import executorch_espnn` and `espnn --help` must load without it
     import torch
 
     out = quantized.graph.output_node().args[0]
@@ -149,6 +151,7 @@ def delegate_payloads(program, method: str = "forward") -> list[bytes]:
     """The XTS3 payload of each EspNNBackend delegate of a lowered program, in
     graph order. ``program``: an EdgeProgramManager (``to_espnn_edge``), an
     ExecutorchProgramManager or an ExportedProgram."""
+    # lazy: executorch and the partition package; `espnn --help` must load without them
     from executorch.exir.lowered_backend_module import get_lowered_backend_modules
 
     from .partition.report import BACKEND_ID

@@ -15,6 +15,8 @@ not UTF-8). docs/runtime.md ("Known limits") says what neither covers.
 
 from __future__ import annotations
 
+from . import _native
+
 
 class InvalidProgramError(ValueError):
     """A .pte that ExecuTorch's loader must not see; the message is one line
@@ -24,7 +26,6 @@ class InvalidProgramError(ValueError):
 def check_pte(pte: bytes | bytearray, name: str | None = None) -> None:
     """Raises InvalidProgramError ("NAME: what is wrong", or just what is
     wrong without a name) unless `pte` passes the device's check."""
-    from . import _native
 
     try:
         _native.check_pte(bytes(pte))

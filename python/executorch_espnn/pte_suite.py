@@ -105,6 +105,7 @@ class PteSuite:
 
 # ----------------------------------------------------------------- host runtime
 def _torch_to_numpy(t) -> np.ndarray:
+    # lazy: torch takes seconds to import; writing and reading suites must load without it
     import torch
 
     t = t.detach().contiguous()
@@ -114,6 +115,7 @@ def _torch_to_numpy(t) -> np.ndarray:
 
 
 def _load(pte: bytes):
+    # lazy: runtime imports this module (method_input_specs): a cycle
     from .runtime import load_program
 
     return load_program(bytes(pte))
@@ -153,6 +155,7 @@ def random_inputs(pte: bytes, method: str = "forward", *, seed: int = 0, program
 def host_outputs(pte: bytes, inputs: Sequence[np.ndarray], method: str = "forward", program=None) -> list[np.ndarray]:
     """`method`'s outputs on the host's ExecuTorch runtime (portable kernels
     + the C++ EspNNBackend), as numpy arrays."""
+    # lazy: runtime imports this module (method_input_specs): a cycle
     from .runtime import run_pte
 
     outs = run_pte(pte, [np.ascontiguousarray(x) for x in inputs], method, program=program)
@@ -309,10 +312,12 @@ def run_suite(data: bytes, *, default_runs: int = 3, write: Callable[[str], None
     cycle counter or heap statistics: those fields are "na". `misalign`
     places the suite that many bytes off a 128-byte boundary (the board
     then copies the program to align it)."""
+    # lazy: runtime imports this module (method_input_specs): a cycle
     from .bundle import parse_result_line
     from .runtime import _runtime
 
     _runtime()  # executorch.runtime: its CPU kernels register with libexecutorch.so
+    # lazy: the package's attribute, None when the delegate did not load; read after _runtime()
     from . import _et_backend
 
     lines: list[str] = []

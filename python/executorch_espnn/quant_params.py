@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from . import _native
+
 INT32_MAX = 2**31 - 1
 
 # TFLite fused-activation codes (also used by the golden vectors).
@@ -203,7 +205,6 @@ def layer_norm_params(s_in: float, s_out: float, eps: float, width: int, gamma=N
     or None) and ``params`` (the op's fields). Raises ValueError when the
     arithmetic cannot represent them (the caller keeps the op on the CPU).
     """
-    from . import _native
 
     eps_bits, beta_bits = _native.NORM_EPS_FRAC_BITS, _native.NORM_BETA_FRAC_BITS
     min_shift, max_shift = _native.NORM_GAMMA_SHIFT_RANGE
@@ -249,7 +250,6 @@ def recurrent_tables() -> tuple[np.ndarray, np.ndarray]:
     Q0.15 range the kernel accepts. Evaluated with Python's math module (the
     platform's libm, not a vectorised numpy), so the bytes do not depend on the
     host's SIMD extensions."""
-    from . import _native
 
     n, step = _native.RECURRENT_TABLE_ENTRIES, _native.RECURRENT_TABLE_STEP_BITS
     gate, state = _native.RECURRENT_GATE_FRAC_BITS, _native.RECURRENT_STATE_FRAC_BITS
@@ -280,7 +280,6 @@ def recurrent_params(w_ih, w_hh, b_ih, b_hh, s_in: float, s_out: float) -> dict:
     Weights are quantized per gate row (symmetric int8), biases to int32 in
     units of the row's scale product, and each row's product requantized to
     Q3.12 (RECURRENT_GATE_FRAC_BITS) with the conv recipe."""
-    from . import _native
 
     gate_scale = 2.0 ** -_native.RECURRENT_GATE_FRAC_BITS
     out = {}

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from . import ET_BACKEND_ERROR, _et_backend
+import numpy as np
+
+from . import ET_BACKEND_ERROR, _et_backend, _native
 from .output_diff import check_tolerance, element_diff
 from .pte_check import InvalidProgramError, check_pte
 
@@ -39,6 +41,7 @@ def _runtime():
         raise RuntimeError(
             "the EspNNBackend delegate is not available in this install "
             f"({ET_BACKEND_ERROR}); reinstall executorch-espnn with the executorch wheel it pins")
+    # lazy: executorch.runtime; `import executorch_espnn.runtime` must stay light
     from executorch.runtime import Runtime
 
     return Runtime.get()
@@ -82,6 +85,7 @@ def _state(program) -> _ProgramState:
 
 def _input_dim_orders(data: bytes) -> dict:
     """method -> the dim order of each tensor input, as the .pte records it."""
+    # lazy: the partition package loads torch and executorch; `import executorch_espnn.runtime` must load without them
     from .partition.report import pte_program
 
     out = {}
@@ -117,6 +121,7 @@ def load_program(pte: bytes | bytearray | str | Path):
         raise TypeError(f"expected .pte bytes or a path, got {type(pte).__name__}")
     runtime = _runtime()
     check_pte(data, name)
+    # lazy: executorch.runtime; `import executorch_espnn.runtime` must stay light
     from executorch.runtime import Verification
 
     program = runtime.load_program(data, verification=Verification.InternalConsistency)
@@ -130,7 +135,7 @@ def load_program(pte: bytes | bytearray | str | Path):
 
 
 def _as_tensors(inputs) -> list:
-    import numpy as np
+    # lazy: torch takes seconds to import; `import executorch_espnn.runtime` must load without it
     import torch
 
     out = []
@@ -162,9 +167,10 @@ def _prepare_inputs(program, method: str, inputs: Sequence) -> list:
     transposed or sliced views, Fortran order, negative strides, misaligned
     memory, other byte order) is converted, with a warning saying so; its
     values are never reinterpreted."""
-    import numpy as np
+    # lazy: torch takes seconds to import; `import executorch_espnn.runtime` must load without it
     import torch
 
+    # lazy: pte_suite imports this module (load_program, run_pte): a cycle
     from .pte_suite import method_input_specs
 
     specs = method_input_specs(None, method, program)
@@ -257,6 +263,7 @@ def compare_with(pte, model, inputs: Sequence, method: str = "forward") -> Compa
     """Runs the .pte and `model` (a callable such as the quantized PyTorch
     GraphModule) on the same inputs and reports, per output, the largest
     absolute difference and the NaN/inf mismatches (``output_diff``)."""
+    # lazy: torch takes seconds to import; `import executorch_espnn.runtime` must load without it
     import torch
 
     got = run_pte(pte, inputs, method)
@@ -275,9 +282,11 @@ def compare_with(pte, model, inputs: Sequence, method: str = "forward") -> Compa
 def missing_host_kernels(pte: bytes, method: str | None = None) -> list[str]:
     """CPU kernels a .pte calls that this host's ExecuTorch runtime does not
     register ([] when all are there or the runtime cannot be asked)."""
+    # lazy: the partition package loads torch and executorch; `import executorch_espnn.runtime` must load without them
     from .partition.report import pte_program
 
     try:
+        # lazy: ExecuTorch's pybindings are optional; without them the check is skipped
         from executorch.extension.pybindings import portable_lib
 
         available = set(portable_lib._get_operator_names())
@@ -314,10 +323,8 @@ def run_edge_program(edge_manager, inputs, method: str = "forward") -> tuple[lis
 def _delegating_interpreter(gm):
     """A torch.fx.Interpreter of `gm` that runs executorch_call_delegate on
     the native runtime (torch is imported here, not with this module)."""
-    import numpy as np
+    # lazy: torch takes seconds to import; `import executorch_espnn.runtime` must load without it
     import torch
-
-    from . import _native
 
     class DelegatingInterpreter(torch.fx.Interpreter):
         def __init__(self, gm: torch.fx.GraphModule):

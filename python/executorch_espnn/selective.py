@@ -31,6 +31,7 @@ def payload_ops(blob: bytes) -> list[str]:
 
 def program_ops(pte: bytes) -> list[str]:
     """The ops of every EspNNBackend payload of an ExecuTorch program."""
+    # lazy: the partition package loads torch and executorch; listing the ops of XTS3 blobs must load without them
     from .partition.report import BACKEND_ID, pte_payloads
 
     ops: set[str] = set()

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _native
 from . import quant_params as qp
-from .serialization import Xts3Writer
+from .xts3_writer import Xts3Writer
 
 
 def _conv_f(x, w, b, stride=1, pad=0, groups=1):

@@ -10,7 +10,7 @@ import pytest
 from executorch_espnn import quant_params as qp
 from executorch_espnn.analysis import arena_lower_bound, arena_timeline, payload_metrics
 from executorch_espnn.analysis.s3_dispatch import RULES
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 S, Z = 0.05, 0
 
@@ -208,7 +208,7 @@ def test_graph_inputs_count_together_before_the_first_op():
 
 
 def test_bound_never_exceeds_the_stored_plans():
-    import op_corpus
+    from espnn_dev import op_corpus
 
     for name, blob in op_corpus.op_graphs():
         pm = payload_metrics(blob)

@@ -5,7 +5,7 @@ two-head detector 2-3).
 Every int8 activation of the lowered program is compared, from the device's
 own input to that layer (so nothing accumulates), with the convert_pt2e
 model's float simulation of the layer and with an exact integer reference
-written from TFLite's formulas (tests/int8_layers.py). Findings pinned here:
+written from TFLite's formulas (tests/support/int8_layers.py). Findings pinned here:
 
 * every layer of the program is the integer reference, bit for bit;
 * the conv family (conv, depthwise, transpose conv, linear) requantizes with
@@ -32,7 +32,7 @@ import torch  # noqa: E402
 
 from executorch_espnn import models  # noqa: E402
 from executorch_espnn.pipeline import output_scales, quantize  # noqa: E402
-from int8_layers import IntegerChain, compare_layers  # noqa: E402
+from support.int8_layers import IntegerChain, compare_layers  # noqa: E402
 
 CONV_FAMILY = {"conv1d", "conv2d", "conv_transpose2d", "linear"}
 

@@ -90,7 +90,7 @@ def test_lowering_is_deterministic(conv_linear):
 def test_parser_rejection_keeps_the_op_on_the_cpu(conv_linear, monkeypatch):
     """A partition the native parser refuses is not an export failure: the op it
     names stays on the CPU with the parser's message, the rest is delegated."""
-    from executorch_espnn.serialization import Xts3Writer
+    from executorch_espnn.xts3_writer import Xts3Writer
 
     original = Xts3Writer.op
 
@@ -122,7 +122,7 @@ def test_parser_rejection_keeps_the_op_on_the_cpu(conv_linear, monkeypatch):
 def test_a_linear_left_on_the_cpu_is_decomposed(conv_linear, monkeypatch):
     """aten.linear is kept whole only where it is delegated; portable kernels have no
     linear, so one that stays on the CPU must reach them decomposed."""
-    from executorch_espnn.serialization import Xts3Writer
+    from executorch_espnn.xts3_writer import Xts3Writer
 
     original = Xts3Writer.op
 

@@ -21,7 +21,7 @@ def bundle_cases() -> list[B.BundleCase]:
     """What the board runs in bundle mode: every XTS3 opcode (the demo
     bundle's self-check CNN is the corpus's first case; adding both gave two
     cases of one name, which write_bundle refuses)."""
-    import op_corpus  # tests/op_corpus.py
+    from espnn_dev import op_corpus
 
     return op_corpus.bundle_cases(runs=5)
 
@@ -42,7 +42,7 @@ def test_pte_suite_runs_on_the_board(board, tmp_path):
     board.require_mode("pte")
     pytest.importorskip("executorch")
     from executorch_espnn import pte_suite as S
-    from firmware import pte_models
+    from espnn_dev import pte_models
 
     # Float output after the CPU part (sin): allow for the chip's libm.
     suite = S.make_suite(pte_models.conv_then_cpu_pte(), cases=3, runs=10, atol=1e-5)

@@ -107,14 +107,14 @@ def test_npy_folder_is_a_calibration_source(tmp_path):
 
 
 def test_a_pte_that_differs_from_the_device_runtime_exits_1(tmp_path, monkeypatch):
-    from executorch_espnn.cli import pipeline
+    from executorch_espnn.cli import compile_steps
 
-    real = pipeline.HostRunner.__call__
+    real = compile_steps.HostRunner.__call__
 
     def off_by_a_lot(self, inputs):
         return [o + 1.0 for o in real(self, inputs)]
 
-    monkeypatch.setattr(pipeline.HostRunner, "__call__", off_by_a_lot)
+    monkeypatch.setattr(compile_steps.HostRunner, "__call__", off_by_a_lot)
     r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "bad.pte", "-q")
     assert r.code == 1, r
     assert "HOST VERIFICATION FAILED" in r.out

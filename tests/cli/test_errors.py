@@ -133,3 +133,16 @@ def test_python_dash_m_runs_the_same_command():
     assert out.returncode == 0
     for word in ("compile", "report", "run", "bundle", "exit codes"):
         assert word in out.stdout
+
+
+def test_one_line_is_the_one_message_helper_of_library_and_cli():
+    from executorch_espnn import pipeline
+    from executorch_espnn.cli import compile_steps, errors
+    from executorch_espnn.error_text import one_line
+
+    assert errors.one_line is one_line and pipeline.one_line is one_line and compile_steps.one_line is one_line
+    e = ValueError("first line\n  second\tline ")
+    assert one_line(e) == "first line second line"
+    assert one_line(e, typed=True) == "ValueError: first line second line"
+    assert one_line(e, typed=True, limit=5) == "ValueError: first"  # the limit cuts the text, not the type
+    assert one_line(KeyError(), typed=True) == "KeyError"  # no dangling ": " when there is no text

@@ -10,7 +10,7 @@ Two reports: the default model (one partition) and conv | cumsum | conv (two
 partitions, a CPU op between). Screenshots are left in the module's
 temporary folder (`html_layout*/`) to look at.
 
-Chromium is a test tool like the compilers (tests/toolchain.py): without it
+Chromium is a test tool like the compilers (tests/support/toolchain.py): without it
 the test skips and says so; CI installs it and sets
 ESPNN_REQUIRE_TOOLCHAIN=1, which makes its absence a failure.
 """
@@ -20,7 +20,7 @@ import json
 
 import pytest
 
-import toolchain
+from support import toolchain
 from chromium_cdp import Chromium, find
 from cli_harness import HERE, espnn
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cli_harness import espnn
-from executorch_espnn.cli.compare import Comparison
+from executorch_espnn.cli.compare import LargestDiffs
 from executorch_espnn.output_diff import element_diff
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0])
@@ -36,7 +36,7 @@ def test_the_float_rule_is_numpys_allclose(equal_nan):
         got, want = _random_pair(rng)
         atol = float(10.0 ** rng.integers(-6, 1))
         rtol = float(rng.choice([0.0, 1.3e-6, 1e-3]))
-        cmp = Comparison([None], float_rtol=rtol, equal_nan=equal_nan)
+        cmp = LargestDiffs([None], float_rtol=rtol, equal_nan=equal_nan)
         cmp.add([torch.from_numpy(got)], [torch.from_numpy(want)])
         expected = bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=equal_nan))
         assert cmp.passed(0.0, atol) == expected, (got, want, atol, rtol)
@@ -50,15 +50,15 @@ def test_nan_is_never_folded_into_the_maximum():
     for got, want in [(np.zeros(4), np.full(4, np.nan)), (np.full(4, 1e6), np.r_[np.full(3, 1e6), np.nan]),
                       (np.full(4, np.nan), np.zeros(4)), (np.array([np.inf]), np.array([-np.inf])),
                       (np.array([np.inf]), np.array([1.0]))]:
-        cmp = Comparison([None])
+        cmp = LargestDiffs([None])
         cmp.add([torch.from_numpy(got)], [torch.from_numpy(want)])
         assert not cmp.passed(0.0, 1e30)
         assert cmp.nonfinite[0] >= 1 and "got" in cmp.first_nonfinite[0]
-    cmp = Comparison([None])
+    cmp = LargestDiffs([None])
     cmp.add([torch.tensor([np.nan, 1.0])], [torch.tensor([np.nan, 1.0])])
     assert not cmp.passed(0.0, 0.0)  # the gates' rule: a NaN never passes
     # int8 outputs judged in steps: a NaN against a dequantized value fails whatever the tolerance
-    cmp = Comparison([0.1])
+    cmp = LargestDiffs([0.1])
     cmp.add([torch.tensor([0.1, np.nan])], [torch.tensor([0.1, 0.2])])
     assert not cmp.passed(1000.0, 0.0) and cmp.first_nonfinite[0] == "sample 0 index (1,): got nan, reference 0.2"
 

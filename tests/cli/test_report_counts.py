@@ -147,7 +147,7 @@ def test_top1_only_for_a_classifiers_logits(mix, compiled, tmp_path):
 def test_classifier_shaped(shapes, inputs, expected):
     import torch
 
-    from executorch_espnn.cli.pipeline import classifier_shaped
+    from executorch_espnn.cli.compile_steps import classifier_shaped
 
     assert classifier_shaped([torch.zeros(s) for s in shapes], [torch.zeros(s) for s in inputs]) is expected
 

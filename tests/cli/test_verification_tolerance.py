@@ -8,12 +8,12 @@ differ by one ulp; the gate is torch.testing's float32 rule, atol + rtol * |want
 
 import torch
 
-from executorch_espnn.cli.compare import Comparison
-from executorch_espnn.cli.pipeline import FLOAT_RTOL
+from executorch_espnn.cli.compare import LargestDiffs
+from executorch_espnn.cli.compile_steps import FLOAT_RTOL
 
 
 def _compare(got, want, **kw):
-    c = Comparison([None], **kw)
+    c = LargestDiffs([None], **kw)
     c.add([got], [want])
     return c
 
@@ -35,13 +35,13 @@ def test_a_real_difference_still_fails():
 
 
 def test_quantized_outputs_keep_their_lsb_bound():
-    c = Comparison([0.1], float_rtol=FLOAT_RTOL)
+    c = LargestDiffs([0.1], float_rtol=FLOAT_RTOL)
     c.add([torch.tensor([1.0, 2.1])], [torch.tensor([1.0, 2.0])])
     assert c.passed(1.0, 1e-5) and not c.passed(0.0, 1e-5)
 
 
 def test_worst_sample_counts():
-    c = Comparison([None], float_rtol=FLOAT_RTOL)
+    c = LargestDiffs([None], float_rtol=FLOAT_RTOL)
     c.add([torch.tensor([1.0])], [torch.tensor([1.0])])
     c.add([torch.tensor([1.001])], [torch.tensor([1.0])])
     c.add([torch.tensor([1.0])], [torch.tensor([1.0])])

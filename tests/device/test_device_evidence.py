@@ -120,9 +120,9 @@ def test_pte_suites_ran_through_executorch_on_the_emulated_s3():
 
 def test_every_dispatch_branch_ran_optimized_and_ansi():
     """Item 6 of the device-truth issue: one emulated case per branch of
-    analysis/s3_dispatch.py (tests/dispatch_cases.py), on the optimized build
+    analysis/s3_dispatch.py (tools/espnn_dev/dispatch_cases.py), on the optimized build
     and its ANSI twin, so each branch has an optimized / ANSI instruction ratio."""
-    import dispatch_cases
+    from espnn_dev import dispatch_cases
 
     names = {c.name for c in dispatch_cases.cases(runs=1)}
     unmeasured = set()

@@ -1,4 +1,4 @@
-"""tests/dispatch_cases.py without an emulator: every case is a one-op graph
+"""tools/espnn_dev/dispatch_cases.py without an emulator: every case is a one-op graph
 the host runs, and every kernel the runtime's S3 routing can name has a case.
 
 The runtime lists, per op family, every kernel its route description can
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-import dispatch_cases
+from espnn_dev import dispatch_cases
 import numpy as np
 import pytest
 from executorch_espnn import _native
@@ -81,7 +81,7 @@ def test_every_s3_dispatch_branch_has_a_case(kernels):
     stale = [p for p in EXCLUDED if p not in patterns]
     assert not stale, f"exclusions that are no kernel of the runtime's routing any more: {stale}"
     missing = missing_kernels(patterns, kernels.values(), EXCLUDED)
-    assert not missing, f"routing kernels without a case in tests/dispatch_cases.py: {missing}"
+    assert not missing, f"routing kernels without a case in tools/espnn_dev/dispatch_cases.py: {missing}"
 
 
 def test_the_coverage_check_reports_a_new_branch(kernels):

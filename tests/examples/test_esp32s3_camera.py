@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import toolchain
+from support import toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "examples/esp32s3_camera"

@@ -12,7 +12,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-import xts3_mutations as xm
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import bundle as B
 
 H, C = B.HEADER_FIELDS, B.CASE_FIELDS

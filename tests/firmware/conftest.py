@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import toolchain
+from support import toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,7 @@ def host_runner(tmp_path_factory) -> Path:
 def corpus_cases():
     """The op corpus (every XTS3 opcode) and the parser tests' valid blobs as
     bundle cases; expected outputs from the host build of the runtime."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     return op_corpus.bundle_cases()
 
@@ -76,7 +76,7 @@ def pte() -> bytes:
     pytest.importorskip("executorch")
     import executorch_espnn
 
-    from . import pte_models
+    from espnn_dev import pte_models
 
     if executorch_espnn._et_backend is None:
         pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
@@ -90,7 +90,7 @@ def xtensa(tmp_path_factory, corpus_cases):
     instead when ESPNN_REQUIRE_XTENSA=1 (CI)."""
     from executorch_espnn import bundle as B
 
-    from . import xtensa_build
+    from espnn_dev import xtensa_build
 
     why = xtensa_build.problem()
     if why:

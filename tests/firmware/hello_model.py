@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 HEADER = Path(__file__).resolve().parents[2] / "components/espnn_runtime/examples/hello/main/model_data.h"
 SCALE, ZERO_POINT = 0.05, -3

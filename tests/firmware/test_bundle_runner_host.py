@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import xts3_mutations as xm
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn import bundle as B
 
@@ -244,7 +244,7 @@ def misaligned_constant_case() -> tuple[B.BundleCase, str]:
     alignment (still inside the CONSTANTS section): the parser must reject it
     (on Xtensa an int32 load from there would trap). Returns the case and the
     host binding's message."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     blob = dict(op_corpus.op_graphs())["selfcheck_cnn"]
     summary = _native.parse(blob)

@@ -21,7 +21,7 @@ import re
 import subprocess
 from pathlib import Path
 
-import toolchain
+from support import toolchain
 
 from . import hello_model
 from .conftest import REPO
@@ -113,7 +113,7 @@ def test_xtensa_source_check_takes_kernels_from_outside_the_repo(tmp_path, monke
     Path.relative_to on them). They are not ours to account for; a portable
     device source missing from the build is still reported. Needs no
     cross-compiler: it checks the source list that build() would compile."""
-    from . import xtensa_build
+    from espnn_dev import xtensa_build
 
     espnn = tmp_path / "esp-nn"
     kernel = espnn / "src/activation_functions/esp_nn_hard_swish_ansi.c"

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-import toolchain
+from support import toolchain
 
 from .conftest import REPO
 

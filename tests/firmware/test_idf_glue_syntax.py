@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import toolchain
+from support import toolchain
 
 from .conftest import REPO
 

@@ -26,7 +26,7 @@ pytest.importorskip("executorch")
 from executorch_espnn import pte_suite as S  # noqa: E402
 from executorch_espnn.bundle import parse_results  # noqa: E402
 
-from . import pte_models  # noqa: E402
+from espnn_dev import pte_models  # noqa: E402
 from .suite_mutations import inspect_lines, suite_mutations, synthetic_suite  # noqa: E402
 
 
@@ -212,7 +212,7 @@ def test_a_channels_last_input_is_refused_by_the_delegate_in_pte_mode(capfd):
     the same flag on a program that runs fails (negative control)."""
     import numpy as np
 
-    from firmware import pte_models
+    from espnn_dev import pte_models
 
     suite = pte_models.dim_order_refusal_suite()
     assert S.read_suite(S.write_suite(suite)).cases[0].expect_invalid_argument

@@ -210,7 +210,7 @@ def test_ds_cnn_only_build_runs_ds_cnn_bit_exactly(ds_cnn, ds_cnn_only_tool, tmp
 def test_ds_cnn_only_build_refuses_every_other_op(ds_cnn, ds_cnn_only_tool, tmp_path):
     """Each op-corpus graph that uses an op outside DS-CNN's list is refused
     at parse time, naming the first such op and how to add it."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     _, ops = ds_cnn
     refused = set()
@@ -234,7 +234,7 @@ def test_ds_cnn_only_build_refuses_every_other_op(ds_cnn, ds_cnn_only_tool, tmp_
 def test_cli_lists_the_ops_of_payloads(tmp_path, capsys):
     """python -m executorch_espnn.selective on bare XTS3 payloads: the union
     of their ops in opcode order, as names, a CMake list or sdkconfig lines."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     paths = []
     for name, blob in op_corpus.op_graphs():

@@ -33,7 +33,7 @@ from executorch_espnn import bundle as B
 
 from . import bundle_mutations as bm
 from .conftest import XTENSA_REPORT
-from .xtensa_build import RUNTIME, TEST_RUNNER
+from espnn_dev.xtensa_build import RUNTIME, TEST_RUNNER
 from .test_bundle_runner_host import misaligned_constant_case, results
 
 def _assert_no_trap(r: subprocess.CompletedProcess):

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import toolchain
+from support import toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 

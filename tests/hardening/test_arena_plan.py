@@ -9,7 +9,7 @@ ESPNN_XTS3_ALIASING): RESHAPE's output may occupy exactly its input's bytes
 (a view), and an IN_PLACE op's output (the elementwise ops, ELEMENTWISE
 below) exactly the bytes of an input that dies at that op. The blobs are built by hand with fixed
 offsets (Xts3Writer.tensor(..., offset=...)); the arena-plan mutations of
-tests/xts3_mutations.py check the rule against an independent Python
+tools/espnn_dev/xts3_mutations.py check the rule against an independent Python
 statement of it and also run through the -m32 and sanitizer builds.
 """
 
@@ -20,10 +20,10 @@ import re
 import numpy as np
 import pytest
 
-import xts3_mutations as xm
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 MULT, SHIFT = 1 << 30, 1  # REQUANTIZE that is exactly the identity
 
@@ -361,7 +361,7 @@ def test_outputs_of_one_op_must_be_disjoint():
 def test_rule_holds_for_graphs_of_the_writers_planner():
     """The writer's planner (and so the lowering) never produces a plan the
     parser refuses: it is held to the same lifetimes."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     for _name, blob in op_corpus.op_graphs():
         _native.Program(blob)
@@ -372,7 +372,7 @@ MUTATIONS = [m for v in xm.valid_blobs() for m in xm.arena_plan_mutations(v)]
 
 @pytest.mark.parametrize("m", MUTATIONS, ids=[m.name for m in MUTATIONS])
 def test_moving_a_tensor_onto_another(m: xm.Mutation):
-    """Against tests/xts3_mutations.py's independent statement of the rule."""
+    """Against tools/espnn_dev/xts3_mutations.py's independent statement of the rule."""
     if m.expect is None:
         _native.Program(m.blob)
     else:

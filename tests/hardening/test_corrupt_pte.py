@@ -306,7 +306,7 @@ def test_header_rules():
 def test_lowered_programs_pass_the_check():
     """What the lowering writes passes: programs with CPU kernels and several
     delegates, with payloads in segments (the default) or inline."""
-    import et_programs
+    from espnn_dev import et_programs
 
     from executorch_espnn.pte_check import check_pte
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import et_native
-import toolchain
+from support import toolchain
 
 TSAN = "-O1 -g -fsanitize=thread -fno-omit-frame-pointer"
 ENV = {**os.environ, "TSAN_OPTIONS": "exitcode=66 halt_on_error=0 second_deadlock_stack=1"}
@@ -61,7 +61,7 @@ def tool(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory) -> dict[str, dict]:
     pytest.importorskip("executorch")
-    import et_programs
+    from espnn_dev import et_programs
 
     return et_native.write_programs(tmp_path_factory.mktemp("tsan_programs"), et_programs.ALL)
 

@@ -43,7 +43,7 @@ def tools(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory) -> dict[str, dict]:
     pytest.importorskip("executorch")
-    import et_programs
+    from espnn_dev import et_programs
 
     return et_native.write_programs(tmp_path_factory.mktemp("et_programs"), et_programs.ALL)
 

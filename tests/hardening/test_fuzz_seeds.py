@@ -169,7 +169,7 @@ def test_et_pte_seeds_are_what_make_glue_corpus_makes(glue_seeds):
 def test_same_payload_sees_a_flag_an_op_and_a_scale_but_not_an_ulp():
     """What a stale glue seed differs in (the EXTERNAL flag, another op, a
     rescaled tensor) makes another payload; a scale one ulp off does not."""
-    from executorch_espnn.serialization import Xts3Writer
+    from executorch_espnn.xts3_writer import Xts3Writer
 
     def blob(external: bool = True, scale: float = 0.5, dequantize: bool = False) -> bytes:
         w = Xts3Writer()

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-import op_corpus
-import toolchain
-import xts3_mutations as xm
-from hardening import regression_blobs
+from espnn_dev import op_corpus
+from support import toolchain
+from espnn_dev import xts3_mutations as xm
+from espnn_dev import regression_blobs
 
 REPO = Path(__file__).resolve().parents[2]
 SANITIZE = "-O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"

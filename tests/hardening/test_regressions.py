@@ -1,7 +1,7 @@
 """One named regression test per defect class the runtime once had or hostile
 payloads aim at (the index).
 
-Each test runs the hand-built blobs of tests/hardening/regression_blobs.py
+Each test runs the hand-built blobs of tools/espnn_dev/regression_blobs.py
 through the 64-bit Python binding: a blob that must be refused is refused
 with a message naming the field, and a blob that must be accepted computes
 exactly what a numpy oracle says. The same blobs are part of the corpus that
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native as fmt
-from hardening import regression_blobs as rb
+from espnn_dev import regression_blobs as rb
 
 
 def check(defect: str) -> list[rb.Case]:

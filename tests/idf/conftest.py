@@ -1,4 +1,4 @@
-"""Real ESP-IDF builds of the runner app (tests/idf/idf_project.py). Skipped
+"""Real ESP-IDF builds of the runner app (tools/espnn_dev/idf_project.py). Skipped
 with the reason where ESP-IDF is not set up; never part of what CI can
 provide (CI has no ESP-IDF)."""
 

@@ -11,7 +11,7 @@ import pytest
 
 from executorch_espnn import bundle as B
 
-from . import idf_project
+from espnn_dev import idf_project
 
 WHY = idf_project.problem("linux")
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 @pytest.fixture(scope="module")
 def linux_runner(tmp_path_factory):
     work = tmp_path_factory.mktemp("idf_linux")
-    import op_corpus
+    from espnn_dev import op_corpus
 
     cases = op_corpus.bundle_cases(runs=3)
     bundle = work / "bundle.bin"
@@ -77,7 +77,7 @@ def test_linux_app_runs_a_pte_suite_with_cpu_fallback(tmp_path):
     (aten::sin.out): build it with `--suite` of a suite written from
     firmware.pte_models.conv_then_cpu_pte() (docs/firmware.md)."""
     from executorch_espnn import pte_suite as S
-    from firmware import pte_models
+    from espnn_dev import pte_models
 
     pte = pte_models.conv_then_cpu_pte()
     et, why = idf_project.executorch_build("linux", sorted(idf_project.program_operators(pte)))

@@ -18,7 +18,8 @@ import pytest
 
 from executorch_espnn import bundle as B
 
-from . import idf_project
+from espnn_dev import idf_project
+from espnn_dev.dispatch_cases import softmax_row_cases
 
 TARGETS = ["esp32s3", "esp32"]
 
@@ -65,7 +66,7 @@ def _passed(run: B.RunLog, names: list[str]) -> None:
 
 
 def test_op_corpus_bit_exact_under_qemu(runner, tmp_path):
-    import op_corpus
+    from espnn_dev import op_corpus
 
     target, build = runner
     cases = op_corpus.bundle_cases(runs=2)
@@ -80,7 +81,7 @@ def test_op_corpus_bit_exact_under_qemu(runner, tmp_path):
 def test_negative_control_one_flipped_byte_fails(runner, tmp_path):
     """The same op corpus with one expected byte of one case flipped: qemu-esp
     exits 1 and exactly that case fails, at the verify stage, named."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     _, build = runner
     cases = op_corpus.bundle_cases(runs=1)
@@ -130,32 +131,6 @@ def test_zoo_model_bit_exact_under_qemu(runner, tmp_path, model):
         assert rec["scratch_mem"] in ("internal", "psram")
 
 
-def softmax_row_cases() -> list[B.BundleCase]:
-    """SOFTMAX over rows whose length is >= 32 and not a multiple of 16
-    (attention over 49, 65 or 197 tokens). ESP-NN 1.2.3's S3 softmax finds
-    each row's maximum with `ee.vld.128.ip`, which ignores the low 4 address
-    bits, and advances rows by `width`: every row that does not start on a
-    16-byte boundary would be read from the wrong bytes."""
-    import numpy as np
-    from graph_util import Input, Out, build_op
-
-    from executorch_espnn import quant_params as qp
-
-    rng = np.random.default_rng(49)
-    cases = []
-    for rows, width in ((4, 49), (3, 65), (2, 197), (2, 48)):
-        x = rng.integers(-100, 0, (1, rows, width), dtype=np.int8)
-        # Each row's peak at the last index of the 16-byte blocks the SIMD
-        # loop reads: a row starting k bytes past a boundary is read from k
-        # bytes early, so the loop misses that peak, finds too small a
-        # maximum, and x - max > 0 breaks the fixed-point exp.
-        x[0, :, (width & ~15) - 1] = 100
-        blob, feeds = build_op("SOFTMAX", [Input(x, 0.05, 0)], [Out(x.shape, "INT8", 1 / 256, -128)],
-                               **qp.softmax_params(0.05))
-        cases.append(B.make_case(f"softmax_{rows}x{width}", blob, feeds, runs=1))
-    return cases
-
-
 def test_softmax_rows_not_multiple_of_16_bit_exact(runner, tmp_path):
     target, build = runner
     cases = softmax_row_cases()
@@ -172,7 +147,7 @@ def depthwise_tiled_padding_cases() -> list[B.BundleCase]:
     skipping those taps: the top and bottom output rows come out wrong
     unless the runtime sends them to ANSI (depthwise_conv.cpp)."""
     import numpy as np
-    from graph_util import Const, Input, Out, build_op
+    from espnn_dev.graph_util import Const, Input, Out, build_op
 
     from executorch_espnn import quant_params as qp
 
@@ -214,7 +189,7 @@ def test_pte_suite_with_cpu_fallback_under_qemu(tmp_path):
     if why:
         pytest.skip(why)
     from executorch_espnn import pte_suite as S
-    from firmware import pte_models
+    from espnn_dev import pte_models
 
     ops = idf_project.program_operators(pte_models.conv_then_cpu_pte())
     ops |= idf_project.program_operators(pte_models.channels_last_input_pte())

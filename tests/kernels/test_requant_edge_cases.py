@@ -1,7 +1,7 @@
 """Exact edge cases of ESP-NN's requantization, against TFLite's integer formulas.
 
 The oracle is TFLite's documented integer arithmetic (SRDHM, RDBP and MBQM with
-ESP-NN's wrapping left shift), written in tests/tflite_reference.py independently
+ESP-NN's wrapping left shift), written in tests/support/tflite_reference.py independently
 of the C++ under test and shared with the op tests; test_oracle_examples below
 guards the oracle itself. TFLite leaves the overflow of x * 2^s undefined, so
 only a few cases below exercise it.
@@ -21,7 +21,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tflite_reference import INT32_MAX, INT32_MIN, mbqm, rdbp, srdhm, wrap32
+from support.tflite_reference import INT32_MAX, INT32_MIN, mbqm, rdbp, srdhm, wrap32
 
 
 # ---- access through the kernels -------------------------------------------------

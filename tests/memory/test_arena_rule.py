@@ -20,14 +20,14 @@ import re
 import numpy as np
 import pytest
 
-import op_corpus
-import xts3_mutations as xm
+from espnn_dev import op_corpus
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
 from executorch_espnn.analysis import arena_lower_bound
 from executorch_espnn.memory import ArenaGraph, ArenaPlan, Liveness, liveness, plan_arena
 from executorch_espnn.memory.arena_rule import aliasing
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 IDENTITY = dict(input_zero_point=0, output_zero_point=0, mult=1 << 30, shift=1)
 

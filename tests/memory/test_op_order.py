@@ -17,7 +17,7 @@ import pytest
 from executorch_espnn import _native
 from executorch_espnn.analysis import payload_metrics
 from executorch_espnn.memory import memory_order
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 
 def _slice(begin1: int = 0) -> dict[str, int]:

@@ -7,8 +7,8 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Const, Input, Out, build_op, expect_rejected, run_op
-from tflite_reference import rdbp
+from espnn_dev.graph_util import Const, Input, Out, build_op, expect_rejected, run_op
+from support.tflite_reference import rdbp
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 

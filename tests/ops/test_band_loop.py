@@ -11,13 +11,13 @@ import struct
 import numpy as np
 import pytest
 
-import band_graphs as bg
-import xts3_mutations as xm
+from espnn_dev import band_graphs as bg
+from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn.memory import (FusedRegion, fusable_chains, is_fusable, plan_arena,
                                      recomputed_macs, region_layout)
-from executorch_espnn.serialization import Xts3Writer
-from graph_util import expect_rejected
+from executorch_espnn.xts3_writer import Xts3Writer
+from espnn_dev.graph_util import expect_rejected
 
 
 def _run(blob: bytes, x: np.ndarray) -> list[np.ndarray]:
@@ -289,7 +289,7 @@ def test_regions_must_not_overlap_and_must_exist():
 
 
 def test_writer_from_blob_rewrites_a_payload_that_computes_the_same():
-    import op_corpus
+    from espnn_dev import op_corpus
 
     for name, blob in op_corpus.op_graphs():
         if any(o["op"] == "BAND_LOOP" for o in _native.parse(blob)["ops"]):

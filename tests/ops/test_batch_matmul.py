@@ -4,7 +4,7 @@ Oracles, independent of the C++ under test:
 * the documented integer formula (docs/xts3-format.md, BATCH_MATMUL) in numpy int64, bit-exact:
   acc[.., m, n] = sum_k (lhs[.., m, k] + lhs_offset) * (rhs[.., k, n] + rhs_offset),
   y = clamp(MBQM(acc, mult, shift) + output_offset, act_min, act_max), MBQM from
-  tests/tflite_reference.py (TFLite's double rounding);
+  tests/support/tflite_reference.py (TFLite's double rounding);
 * PyTorch's float matmul of the dequantized operands (float64, exact for these sums),
   requantized by rounding, within 1 LSB (the multiplier is a 31-bit approximation of
   s_lhs * s_rhs / s_out).
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from graph_util import Const, Input, Out, build_op, rejection_message, run_op
-from tflite_reference import in_int32, mbqm, quantize_multiplier
+from espnn_dev.graph_util import Const, Input, Out, build_op, rejection_message, run_op
+from support.tflite_reference import in_int32, mbqm, quantize_multiplier
 
 
 def reference(lhs, rhs, p):

@@ -3,7 +3,7 @@
 The oracles here are independent of the runtime: the golden outputs of the real ESP-NN 1.2.3
 ANSI kernel, an int64 numpy transcription of TFLite's ConvPerChannel integer pipeline (with
 grouping and dilation) written below (its requantization and parameter recipes are shared, in
-tests/tflite_reference.py), and PyTorch's quantized conv2d (within 1 LSB: its requantization
+tests/support/tflite_reference.py), and PyTorch's quantized conv2d (within 1 LSB: its requantization
 rounds differently).
 """
 
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from executorch_espnn.serialization import Xts3Writer
-from graph_util import Const, Input, Out, build_op, run_op
-from tflite_reference import activation_range, derive_output, per_channel_multipliers, requant, wrap32
+from executorch_espnn.xts3_writer import Xts3Writer
+from espnn_dev.graph_util import Const, Input, Out, build_op, run_op
+from support.tflite_reference import activation_range, derive_output, per_channel_multipliers, requant, wrap32
 
 
 # --------------------------------------------------------------------------- TFLite ConvPerChannel

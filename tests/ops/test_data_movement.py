@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from executorch_espnn.serialization import Xts3Writer
-from graph_util import Const, Input, Out, build_op, run_op
+from executorch_espnn.xts3_writer import Xts3Writer
+from espnn_dev.graph_util import Const, Input, Out, build_op, run_op
 
 MAX_RANK = _native.LIMITS["max_rank"]
 

@@ -8,7 +8,7 @@ Oracles, all independent of the C++ under test:
     Add: a = RDBP(SRDHM((x1 + o1) * 2^ls, m1), -s1), b likewise,
          y = clamp(RDBP(SRDHM(a + b, mo), -so) + out_offset, act_min, act_max)
     Mul: y = clamp(MBQM((x1 + o1)(x2 + o2), m, s) + out_offset, act_min, act_max)
-  (SRDHM, RDBP, MBQM and QuantizeMultiplier from tests/tflite_reference.py);
+  (SRDHM, RDBP, MBQM and QuantizeMultiplier from tests/support/tflite_reference.py);
 * PyTorch's quantized add / mul (+ _relu) within 1 LSB, with parameters derived
   here from float scales by TFLite's QuantizeMultiplier and its add/mul recipes
   (reference/espnn-kernels.md section 8).
@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from graph_util import Const, Input, Out, build_op, rejection_message, run_op
-from tflite_reference import activation_range, in_int32, mbqm, quantize_multiplier, rdbp, srdhm
+from espnn_dev.graph_util import Const, Input, Out, build_op, rejection_message, run_op
+from support.tflite_reference import activation_range, in_int32, mbqm, quantize_multiplier, rdbp, srdhm
 
 
 # ---- oracle: TFLite integer Add / Mul in numpy int64 ---------------------------------

@@ -6,7 +6,7 @@ Oracles, all independent of the C++ under test:
   acc = sum((w + filter_offset)(x + input_offset)) + bias[o],
   y = clamp(MBQM(acc, mult[o], shift[o]) + output_offset, act_min, act_max),
   MBQM = RDBP(SRDHM(acc * 2^max(s,0), m), max(-s,0)) (double rounding, from
-  tests/tflite_reference.py);
+  tests/support/tflite_reference.py);
 * PyTorch's quantized linear (QNNPACK, exact on every host) within 1 LSB, with the ESP-NN
   parameters derived here from float scales as esp-tflite-micro does
   (reference/espnn-kernels.md section 8).
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from graph_util import Const, Input, Out, build_op, rejection_message, run_op
-from tflite_reference import activation_range, in_int32, mbqm, quantize_multiplier
+from espnn_dev.graph_util import Const, Input, Out, build_op, rejection_message, run_op
+from support.tflite_reference import activation_range, in_int32, mbqm, quantize_multiplier
 
 
 # ---- oracle: TFLite integer FullyConnected in numpy int64 -----------------------------

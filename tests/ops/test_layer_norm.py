@@ -14,7 +14,7 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Const, Input, Out, build_op, expect_rejected, run_op
+from espnn_dev.graph_util import Const, Input, Out, build_op, expect_rejected, run_op
 
 EPS_BITS = _native.NORM_EPS_FRAC_BITS      # 14
 Z_BITS = _native.NORM_VALUE_FRAC_BITS      # 22

@@ -10,7 +10,7 @@ import torch
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Const, Input, Out, build_op, expect_rejected, run_op
+from espnn_dev.graph_util import Const, Input, Out, build_op, expect_rejected, run_op
 from ops.test_softmax import OUT_SCALE, OUT_ZP, tflite_softmax_row
 
 

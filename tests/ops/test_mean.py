@@ -5,8 +5,8 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Input, Out, build_op, expect_rejected, run_op
-from tflite_reference import mbqm
+from espnn_dev.graph_util import Input, Out, build_op, expect_rejected, run_op
+from support.tflite_reference import mbqm
 
 
 def mean_oracle(x, zp_in, zp_out, mult, shift):

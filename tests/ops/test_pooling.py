@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from graph_util import Input, Out, build_op, expect_rejected, run_op
+from espnn_dev.graph_util import Input, Out, build_op, expect_rejected, run_op
 
 OPS = {"avg": "AVG_POOL2D", "max": "MAX_POOL2D"}
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from graph_util import Out, run_op
-from tflite_reference import mbqm
+from espnn_dev.graph_util import Out, run_op
+from support.tflite_reference import mbqm
 
 torch = pytest.importorskip("torch")
 

@@ -15,8 +15,8 @@ import torch
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Const, Input, Out, build_op, expect_rejected, run_op
-from tflite_reference import mbqm
+from espnn_dev.graph_util import Const, Input, Out, build_op, expect_rejected, run_op
+from support.tflite_reference import mbqm
 
 GATES = {"GRU": 3, "LSTM": 4}
 

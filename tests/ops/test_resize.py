@@ -25,7 +25,7 @@ from executorch_espnn.lowering.ops.resize_tables import (
     aot_bilinear_table,
     aot_nearest_index_table,
 )
-from graph_util import Const, Input, Out, build_op, run_op
+from espnn_dev.graph_util import Const, Input, Out, build_op, run_op
 
 
 # ---------------------------------------------------------------- oracles

@@ -5,7 +5,7 @@ import pytest
 
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
-from graph_util import Input, Out, build_op, expect_rejected, run_op
+from espnn_dev.graph_util import Input, Out, build_op, expect_rejected, run_op
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 OUT_SCALE, OUT_ZP = 1.0 / 256.0, -128

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from executorch_espnn import _native
-from graph_util import Const, Input, Out, build_op, run_op
-from tflite_reference import derive_output, quantize_multiplier, requant, wrap32
+from espnn_dev.graph_util import Const, Input, Out, build_op, run_op
+from support.tflite_reference import derive_output, quantize_multiplier, requant, wrap32
 
 
 # --------------------------------------------------------------------------- transposed convolution

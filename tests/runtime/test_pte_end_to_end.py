@@ -236,7 +236,7 @@ def test_execute_rejects_a_tensor_that_does_not_match_the_payload(small, capfd):
 
 def test_execute_rejects_a_wrong_dtype_from_the_method(small, capfd):
     # A payload whose input is int8 where the method passes float32.
-    from executorch_espnn.serialization import Xts3Writer
+    from executorch_espnn.xts3_writer import Xts3Writer
 
     q8, ex8 = small[8]
     w = Xts3Writer()

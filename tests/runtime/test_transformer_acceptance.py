@@ -5,7 +5,7 @@ small ViT, quantized with EspNNQuantizer, lowered with to_espnn_edge and run as 
 
 What must hold, per model:
 - at most 2 delegates, and the delegated MACs (the payloads' BATCH_MATMUL, FC and
-  conv MACs, analysis.macs) at least 90 % of the model's MACs, counted independently
+  conv MACs, executorch_espnn.macs) at least 90 % of the model's MACs, counted independently
   by PyTorch's FlopCounterMode on the float model (MACs = FLOPs / 2);
 - over 100 random inputs the .pte stays within 3 LSB (of the output scale) of the
   convert_pt2e model. The bound is the one tests/runtime/test_transformer_fallback.py

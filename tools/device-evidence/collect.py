@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
+sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]  # espnn_dev: cases and builds shared with tests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from device_code import DEVICE_CODE  # noqa: E402
-from idf import idf_project  # noqa: E402
+from espnn_dev import idf_project  # noqa: E402
 
 import emulated  # noqa: E402
 from executorch_espnn import bundle as B  # noqa: E402
@@ -79,7 +79,7 @@ class Suite:
 
 
 def _op_corpus(work: Path) -> Path:
-    import op_corpus
+    from espnn_dev import op_corpus
 
     path = work / "op_corpus.xtsb"
     path.write_bytes(B.write_bundle(op_corpus.bundle_cases(runs=1)))
@@ -92,7 +92,7 @@ NEGATIVE_CASE = "selfcheck_cnn"
 def _negative_control(work: Path) -> Path:
     """The op corpus with one byte of one case's expected output flipped: that
     case must fail on the chip (and only that one)."""
-    import op_corpus
+    from espnn_dev import op_corpus
 
     cases = op_corpus.bundle_cases(runs=1)
     (case,) = [c for c in cases if c.name == NEGATIVE_CASE]
@@ -105,7 +105,7 @@ def _negative_control(work: Path) -> Path:
 
 
 def _softmax_rows(work: Path) -> Path:
-    from idf.test_idf_qemu import softmax_row_cases
+    from espnn_dev.dispatch_cases import softmax_row_cases
 
     path = work / "softmax_rows.xtsb"
     path.write_bytes(B.write_bundle(softmax_row_cases()))
@@ -113,7 +113,7 @@ def _softmax_rows(work: Path) -> Path:
 
 
 def _dispatch(work: Path) -> Path:
-    import dispatch_cases
+    from espnn_dev import dispatch_cases
 
     path = work / "dispatch.xtsb"
     path.write_bytes(B.write_bundle(dispatch_cases.cases(runs=1)))
@@ -124,7 +124,7 @@ def _dispatch(work: Path) -> Path:
 def _dispatch_table() -> dict[str, tuple[str, float]]:
     """case -> (kernel, share of the MACs on SIMD) per analysis/s3_dispatch.py,
     for the s3_dispatch suite."""
-    import dispatch_cases
+    from espnn_dev import dispatch_cases
 
     from executorch_espnn.analysis import payload_metrics
 
@@ -180,8 +180,7 @@ def _dim_order_refusal(work: Path) -> Path:
     """A .pte whose input is recorded channels-last, fed straight into the
     delegate: its one case passes only when Method::execute refuses the input
     with InvalidArgument (EspNNBackend's dim-order check), on the chip."""
-    sys.path.insert(0, str(REPO / "tests/firmware"))
-    import pte_models
+    from espnn_dev import pte_models
 
     from executorch_espnn import pte_suite
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..macs import op_macs
 from .liveness import arena_lower_bound
-from .macs import op_macs
 from .s3_dispatch import s3_path
 from .summary import parse
 

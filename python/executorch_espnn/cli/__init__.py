@@ -15,22 +15,22 @@ error handling in ``errors``.
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
 import sys
 import warnings
 
+from .. import __version__
 from .errors import EXIT_CODES, EXIT_USAGE, CliError, report_error
 
 SUBCOMMANDS = ("compile", "report", "run", "bundle")
 
 
 def _module(name: str):
-    import importlib
-
     return importlib.import_module(f"{__name__}.{name}_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
 
     epilog = "exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
     parser = argparse.ArgumentParser(
@@ -51,7 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _quiet_library_loggers() -> None:
     """torchao logs a warning for each CUDA extension a CPU-only install cannot
     load, torch one for a deprecated pytree registration: noise to a CLI user."""
-    import logging
 
     for name in ("torchao", "torch.utils._pytree"):
         logging.getLogger(name).setLevel(logging.ERROR)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import bundle, pte_suite
 from .errors import EXIT_OK, UsageError, one_line
 from .files import writable_file, write_file
+from .report_cmd import read_checked_pte, read_pte
 
 
 def add_parser(sub, parents) -> None:
@@ -27,9 +29,8 @@ def add_parser(sub, parents) -> None:
 
 
 def _payload_cases(files, cases: int, runs: int, method: str):
-    from .. import bundle
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition.report import pte_payloads
-    from .report_cmd import read_checked_pte, read_pte
 
     out = []
     for path in files:
@@ -58,15 +59,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--cases must be >= 1")
     writable_file(args.output, "--output")  # before the work, not after it
     if args.kind == "payloads":
-        from .. import bundle
-
         cases = _payload_cases(args.files, args.cases, args.runs, args.method)
         data = bundle.write_bundle(cases)
         what = f"XTSB bundle: {len(cases)} case(s)"
     else:
-        from .. import pte_suite
-        from .report_cmd import read_checked_pte
-
         if len(args.files) != 1:
             raise UsageError("--kind pte takes one .pte (a suite holds one program)")
         pte = read_checked_pte(args.files[0])

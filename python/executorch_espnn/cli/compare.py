@@ -13,6 +13,7 @@ native runtime when the host's runtime lacks a CPU kernel the ``.pte`` calls).
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 
 from ..output_diff import check_tolerance, element_diff
@@ -20,8 +21,6 @@ from ..output_diff import check_tolerance, element_diff
 
 def tolerance_arg(text: str) -> float:
     """argparse type of a tolerance option: a finite number >= 0."""
-    import argparse
-
     try:
         return check_tolerance(float(text), "the tolerance")
     except ValueError:
@@ -33,7 +32,7 @@ def as_list(out) -> list:
 
 
 @dataclass
-class Comparison:
+class LargestDiffs:
     """Largest difference per output over all samples compared."""
 
     scales: list  # output step (LSB) per output, None for float outputs

@@ -6,12 +6,17 @@ import argparse
 import time
 from pathlib import Path
 
+from .. import runtime
+from ..compile_spec import parse_size
 from ..targets import DEFAULT as DEFAULT_TARGET
 from ..targets import TARGETS as _CHIPS
+from . import compile_steps, loading
+from . import data as data_mod
 from .compare import tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
 from .files import writable_file, write_file
 from .loading import DEFAULT_MODEL
+from .progress import Stages, warn
 
 DEFAULT_RANDOM_BATCHES = 8
 # Beyond this many output steps from the quantized PyTorch model a warning
@@ -97,7 +102,6 @@ def add_parser(sub, parents) -> None:
 
 
 def _size(text: str) -> int:
-    from ..compile_spec import parse_size
 
     try:
         return parse_size(text)
@@ -111,7 +115,6 @@ def _default_output(spec: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .progress import Stages, warn
 
     t0 = time.monotonic()
     steps = Stages(7 if args.qat_epochs else 6, quiet=args.quiet)
@@ -135,10 +138,8 @@ def run(args: argparse.Namespace) -> int:
             writable_file(path, what)
 
     steps(f"loading model {args.model}")
-    from . import data as data_mod
-    from .loading import load_model
 
-    model, example = load_model(args.model)
+    model, example = loading.load_model(args.model)  # looked up at the call: tests replace it
     qat_data = (data_mod.load_dataset(args.qat_data, example, "--qat-data", need_labels=True)
                 if args.qat_data else None)
     eval_data = (data_mod.load_dataset(args.eval_data, example, "--eval-data", need_labels=True)
@@ -160,45 +161,45 @@ def run(args: argparse.Namespace) -> int:
         warning(f"no --calibration data: calibrating on {DEFAULT_RANDOM_BATCHES} random batches shaped like "
                 "the example inputs; int8 ranges (and accuracy) on real data may differ")
 
-    from . import pipeline
-
-    quantized, qat_info = pipeline.quantize(model, example, calib, qat_data, args, steps)
+    quantized, qat_info = compile_steps.quantize(model, example, calib, qat_data, args, steps)
     budget = f", arena budget {args.arena_budget:,} B" if args.arena_budget else ""
     steps(f"lowering for {args.target} (schedule {args.schedule}{budget})"
           + (" (strict: no CPU fallback)" if args.strict else ""))
-    edge = pipeline.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
+    edge = compile_steps.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
                           arena_budget=args.arena_budget)
 
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition.report import delegation_report
 
     report = delegation_report(edge)
     steps(f"writing {output}")
-    pte = pipeline.to_pte(edge)
+    pte = compile_steps.to_pte(edge)
     write_file(output, pte, "--output")
-    pipeline.add_planned_memory(report, pte)
+    compile_steps.add_planned_memory(report, pte)
+    # lazy: document imports the partition package (torch, executorch); `espnn --help` must load without them
     from .document import memory_warnings
 
     for text in memory_warnings(report, args.target):
         warning(text)
 
     steps("running on the host runtime")
-    from ..runtime import missing_host_kernels
 
-    missing = missing_host_kernels(pte)
+    missing = runtime.missing_host_kernels(pte)
     if missing:
         warning(f"this host's ExecuTorch runtime lacks CPU kernel(s) {', '.join(missing)} that {output} calls: "
                 "verifying the lowered program instead (delegates on the native runtime, CPU ops in PyTorch); "
                 "a device build must link these kernels")
-    runner = pipeline.HostRunner(pte, edge, use_pte=not missing)
-    verification = pipeline.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
+    runner = compile_steps.HostRunner(pte, edge, use_pte=not missing)
+    verification = compile_steps.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
     far = deviation_warning(verification) if args.tolerance_lsb is None else None
     if far:
         warning(far)
     accuracy = None
     if eval_data is not None:
         steps(f"accuracy on {eval_data.source} ({eval_data.samples} samples)")
-        accuracy = pipeline.accuracy(model, quantized, runner, eval_data)
+        accuracy = compile_steps.accuracy(model, quantized, runner, eval_data)
 
+    # lazy: document imports the partition package (torch, executorch); `espnn --help` must load without them
     from .document import compile_document, print_summary, write_outputs
 
     doc = compile_document(

@@ -53,6 +53,7 @@ class Dataset:
 
 def random_dataset(example_inputs, batches: int, seed: int = 0) -> Dataset:
     """The example inputs plus Gaussian batches of their shapes."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     gen = torch.Generator().manual_seed(seed)
@@ -146,6 +147,7 @@ def _npz(path: Path, what: str):
 
 def _image(path: Path, shape, what: str) -> np.ndarray:
     try:
+        # lazy: Pillow is optional (image folders only); its absence is reported
         from PIL import Image
     except ImportError:
         raise UsageError(f"{what}: {path} is an image, and reading images needs Pillow, which is not "
@@ -201,6 +203,7 @@ def _check_sample_shape(a: np.ndarray, shape, where: str) -> np.ndarray:
 
 def _group(spec, samples_list, labels, example_inputs, what) -> Dataset:
     """Cuts N samples into batches of the example's batch size."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     if len(example_inputs) != 1:
@@ -223,6 +226,7 @@ def _group(spec, samples_list, labels, example_inputs, what) -> Dataset:
 
 
 def _function(spec, example_inputs, what) -> Dataset:
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     fn = load_callable(spec, what)

@@ -7,13 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+from .. import __version__, _native
 from ..partition.op_kinds import counts_text, quant_suffix
+from ..targets import TARGETS, lookup, planned_memory_excess, planned_memory_over
+from .files import write_file
 
 SCHEMA_VERSION = 3
 
 
 def _tool() -> dict:
-    from .. import __version__, _native
 
     return {"name": "espnn", "version": __version__, "kernel_source": _native.KERNEL_SOURCE}
 
@@ -46,14 +48,11 @@ def report_document(*, pte_path, pte_bytes, report, missing_kernels, warnings) -
 
 def _internal_ram(target: str | None) -> dict | None:
     """The target's internal data RAM that planned memory is checked against (targets.py)."""
-    from ..targets import TARGETS
-
     t = TARGETS.get(target)
     return None if t is None else {"chip": t.chip, "bytes": t.internal_data_ram_bytes, "source": t.ram_source}
 
 
 def _methods(report, target: str | None) -> dict:
-    from ..targets import planned_memory_over
 
     methods = report.to_dict()
     for m in methods.values():
@@ -64,18 +63,17 @@ def _methods(report, target: str | None) -> dict:
 def memory_warnings(report, target: str | None) -> list[str]:
     """One warning per method whose ExecuTorch planned memory is more than the
     target's internal data RAM (targets.py)."""
-    from ..targets import planned_memory_excess
 
     return [f"method {name}: {text}" for name, m in report.methods.items()
             if (text := planned_memory_excess(m.planned_memory_bytes, target))]
 
 
 def write_outputs(doc: dict, json_path: Path | None, html_path: Path | None) -> None:
-    from .files import write_file
 
     if json_path is not None:
         write_file(json_path, json.dumps(doc, indent=1) + "\n", "--json")
     if html_path is not None:
+        # lazy: html imports this module (a cycle)
         from .html import render_html
 
         write_file(html_path, render_html(doc), "--html")
@@ -109,8 +107,6 @@ def planned_memory_text(m: dict, internal_ram: dict | None) -> str:
 
 def is_s3(payload: dict) -> bool:
     """Whether ESP-NN's ESP32-S3 SIMD analysis applies to a payload's target."""
-    from ..targets import lookup
-
     t = lookup(payload["target"])
     return t is not None and t.s3_simd
 
@@ -162,7 +158,6 @@ def method_lines(name: str, m: dict, internal_ram: dict | None = None, verbose: 
 def kernel_lines(payloads: list[dict]) -> list[str]:
     """What ESP-NN runs on a target without the S3's SIMD paths (the SIMD
     column and the off-SIMD list are the S3's)."""
-    from ..targets import lookup
 
     chips = {lookup(s["target"]) for s in payloads} - {None}
     return [f"  on the {t.chip}: {t.kernels}" for t in sorted(chips, key=lambda t: t.name) if not t.s3_simd]
@@ -260,7 +255,7 @@ def verification_line(v: dict) -> str:
         head = (f"{'host-run' if v['passed'] else 'HOST VERIFICATION FAILED'} (the .pte could not run on this "
                 f"host's ExecuTorch runtime): {v['ran']} on {v['samples']} input(s)")
     gate = (f", tolerance {model['tolerance_lsb']:g} LSB" if model["tolerance_lsb"] is not None else "")
-    # top-1 only where the output is a classifier's logits (cli/pipeline.py: classifier_shaped).
+    # top-1 only where the output is a classifier's logits (cli/compile_steps.py: classifier_shaped).
     top1 = (f", top-1 agrees {100 * model['top1_agreement']:.0f}%" if model["top1_agreement"] is not None else "")
     return f"{head}; vs the {model['reference']}: {_deviation(model['outputs'])}{top1}{gate}"
 

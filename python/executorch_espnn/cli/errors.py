@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 import traceback
 
+from ..error_text import one_line
+
 # Documented in docs/cli.md ("Exit codes"); tests/cli check each one.
 EXIT_OK = 0
 EXIT_VERIFICATION_FAILED = 1  # the .pte ran, but its outputs differ from the reference beyond tolerance
@@ -38,13 +40,12 @@ class UsageError(CliError):
     exit_code = EXIT_USAGE
 
 
-class LoweringError(CliError):
+class ProgramError(CliError):
+    """The model or program failed: export, quantization, lowering (the
+    lowering's own ``LoweringError`` arrives here as its cause), serialization,
+    or the host runtime loading or running it."""
+
     exit_code = EXIT_LOWERING
-
-
-def one_line(text: str) -> str:
-    """Collapses a (possibly multi-line) message to one line."""
-    return " ".join(str(text).split())
 
 
 def report_error(exc: BaseException, verbose: bool, stream=None) -> int:
@@ -56,6 +57,6 @@ def report_error(exc: BaseException, verbose: bool, stream=None) -> int:
     if isinstance(exc, CliError):
         print(f"espnn: error: {one_line(exc)}", file=stream)
         return exc.exit_code
-    print(f"espnn: internal error: {type(exc).__name__}: {one_line(exc)}"
+    print(f"espnn: internal error: {one_line(exc, typed=True)}"
           + ("" if verbose else " (rerun with --verbose for the traceback)"), file=stream)
     return EXIT_INTERNAL

@@ -77,11 +77,13 @@ def load_callable(spec: str, what: str):
 
 def _torchvision_model(name: str):
     try:
+        # lazy: torchvision is optional (torchvision: models only); its absence is reported
         import torchvision
     except ImportError:
         raise UsageError(f"model torchvision:{name} needs torchvision, which is not installed; install the "
                          "torchvision build that matches your torch (pip install torchvision), or give the "
                          "model as module:function (e.g. executorch_espnn.models:mobilenet_v2)") from None
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     try:
@@ -94,6 +96,7 @@ def _torchvision_model(name: str):
 
 def load_model(spec: str):
     """(module in eval mode, example_inputs tuple) from a model spec."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     if spec.startswith("torchvision:"):

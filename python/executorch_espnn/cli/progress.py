@@ -17,6 +17,7 @@ def progress(iterable, total: int | None, desc: str, stream=None):
         yield from iterable
         return
     try:
+        # lazy: tqdm is optional: without it progress is plain lines
         from tqdm import tqdm
     except ImportError:
         yield from _plain_bar(iterable, total, desc, stream)

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import runtime
+from ..pte_check import InvalidProgramError, check_pte
 from .errors import EXIT_OK, UsageError
 from .files import read_bytes
+from .progress import warn
 
 
 def add_parser(sub, parents) -> None:
@@ -29,7 +32,6 @@ def read_checked_pte(path: Path) -> bytes:
     """The bytes of a .pte that passed the device's check (pte_check.py),
     which every command runs before anything reads the program: a corrupt
     file is a usage error (exit 2) naming the file and the field."""
-    from ..pte_check import InvalidProgramError, check_pte
 
     pte = read_pte(path)
     try:
@@ -41,6 +43,7 @@ def read_checked_pte(path: Path) -> bytes:
 
 def load_report(path: Path):
     """(pte bytes, DelegationReport) of a .pte file, errors as UsageError."""
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition.report import pte_report
 
     pte = read_checked_pte(path)
@@ -51,16 +54,15 @@ def load_report(path: Path):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runtime import missing_host_kernels
+    # lazy: document imports the partition package (torch, executorch); `espnn --help` must load without them
     from .document import memory_warnings, print_summary, report_document, report_target, write_outputs
-    from .progress import warn
 
     pte, report = load_report(args.pte)
     warnings = memory_warnings(report, report_target(report))
     for text in warnings:
         warn(text)
     doc = report_document(pte_path=args.pte, pte_bytes=len(pte), report=report,
-                          missing_kernels=missing_host_kernels(pte), warnings=warnings)
+                          missing_kernels=runtime.missing_host_kernels(pte), warnings=warnings)
     write_outputs(doc, args.json, args.html)
     print_summary(doc, json_path=args.json, html_path=args.html, verbose=args.verbose)
     return EXIT_OK

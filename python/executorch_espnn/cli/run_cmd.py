@@ -9,9 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import tolerance_arg
-from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, LoweringError, UsageError, one_line
+from .. import runtime
+from ..pte_suite import random_inputs
+from .compare import LargestDiffs, tolerance_arg
+from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, ProgramError, UsageError, one_line
 from .files import load_npy, writable_folder
+from .report_cmd import read_checked_pte
 
 
 def add_parser(sub, parents) -> None:
@@ -36,11 +39,8 @@ def add_parser(sub, parents) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
-
-    from .. import runtime
-    from .compare import Comparison
-    from .report_cmd import read_checked_pte
 
     pte = read_checked_pte(args.pte)  # a corrupt file is exit 2 and never reaches ExecuTorch's loader
     if args.save:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         program = runtime.load_program(pte)
     except Exception as e:
-        raise LoweringError(f"{args.pte}: the host runtime cannot load it: {one_line(e)} (see ExecuTorch's log "
+        raise ProgramError(f"{args.pte}: the host runtime cannot load it: {one_line(e)} (see ExecuTorch's log "
                             "above; `espnn report` shows what the program needs)") from e
     if args.method not in program.method_names:
         raise UsageError(f"{args.pte} has no method {args.method!r}; it has {sorted(program.method_names)}")
@@ -59,8 +59,6 @@ def run(args: argparse.Namespace) -> int:
                              f"given {len(args.input)} time(s)")
         inputs = [load_npy(p, "--input") for p in args.input]
     else:
-        from ..pte_suite import random_inputs
-
         inputs = random_inputs(pte, args.method, seed=args.seed, program=program)
     try:
         with warnings.catch_warnings(record=True) as notes:
@@ -71,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         where = f"--input {args.input[e.index]}" if args.input and e.index is not None else "input"
         raise UsageError(f"{where}: {e}") from e
     except Exception as e:
-        raise LoweringError(f"{args.pte}: running {args.method} failed: {one_line(e)} (ExecuTorch's log above "
+        raise ProgramError(f"{args.pte}: running {args.method} failed: {one_line(e)} (ExecuTorch's log above "
                             "says why)") from e
     for note in notes:
         if issubclass(note.category, UserWarning):
@@ -93,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if len(args.reference) != len(outputs):
         raise UsageError(f"{args.pte} method {args.method} has {len(outputs)} output(s), --reference was given "
                          f"{len(args.reference)} time(s)")
-    cmp = Comparison([None] * len(outputs))
+    cmp = LargestDiffs([None] * len(outputs))
     refs = [torch.from_numpy(load_npy(p, "--reference", numeric=True)) for p in args.reference]
     try:
         cmp.add(outputs, refs)

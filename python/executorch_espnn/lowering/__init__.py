@@ -11,6 +11,7 @@ __all__ = ["EspNNBackend", "LoweredProgram", "LoweringError", "ParserRejection",
 
 def __getattr__(name):
     if name == "EspNNBackend":
+        # lazy: backend.py imports executorch; the lowering itself needs only torch
         from .backend import EspNNBackend
 
         return EspNNBackend

@@ -8,6 +8,7 @@ from __future__ import annotations
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from torch.fx import Node
 
+from .. import _native
 from ..compile_spec import CompileOptions
 from .graph import Subgraph, op_name
 from .lower import LoweredProgram, lower_subgraph
@@ -72,7 +73,6 @@ def debug_handle_map(edge_program, program: LoweredProgram) -> dict[int, tuple[i
     a fused activation or a free view counts for the op that produced its
     input.
     """
-    from .. import _native
 
     # A fused region's BAND_LOOP op comes from no node (it runs the ops after it).
     ops = [op for op in _native.Program(program.blob).summary()["ops"] if op["op"] != "BAND_LOOP"]

@@ -21,7 +21,7 @@ from torch.fx import Node
 
 from ..compile_spec import CompileOptions
 from ..quant_params import lut_from_function, single_rounding_multiplier
-from ..serialization import Xts3Writer
+from ..xts3_writer import Xts3Writer
 from .graph import ConstantSource, Subgraph, Unsupported, dtype_of, op_name, static_shape
 from . import limits as _limits
 from .quant import OutputSpec, QParams, dq_params, f32, is_dq

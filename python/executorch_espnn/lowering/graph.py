@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx import Node
 
 
@@ -120,7 +121,6 @@ class ConstantSource:
 
 
 def is_fake(t) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(t, FakeTensor)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import _native
 from ..compile_spec import CompileOptions
 from ..memory import memory_order
 from ..memory.schedule_search import Schedule, ScheduleError, choose_schedule
@@ -130,8 +131,6 @@ _OP_RE = re.compile(r"\bop (\d+)\b")
 
 def validate(blob: bytes, op_nodes: list[str]) -> None:
     """The native parser's verdict; a rejection names the fx node of the failing op."""
-    from .. import _native
-
     try:
         _native.Program(blob)
     except ValueError as e:

@@ -67,6 +67,7 @@ def register(*ops: str, analyze: Callable, lower: Callable, compute: bool = True
 
 
 def _ensure_loaded() -> None:
+    # lazy: the op modules import this one to register themselves (a cycle)
     from . import ops  # noqa: F401  (registers every op family)
 
 

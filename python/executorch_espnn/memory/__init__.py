@@ -2,7 +2,7 @@
 (``arena_rule``), the planner that places tensors by it (``arena_plan``),
 the op order that lowers the planned arena (``op_order``) and the choice
 between layer-by-layer and fused band-by-band execution
-(``schedule_search``). The serializer (serialization.xts3_writer) only
+(``schedule_search``). The serializer (serialization.xts3_serializer) only
 writes the offsets it is given."""
 
 from .arena_plan import ArenaPlan, plan_arena

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .arena_rule import ArenaGraph, Liveness, aligned, liveness
+from .band_schedule import fuse
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,6 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
     different one to check the parser.
     """
     if regions:
-        from .band_schedule import fuse
-
         fused, layouts = fuse(g, regions)
         plan = plan_arena(fused, (), pinned_offsets, lv)
         return ArenaPlan(plan.offsets, plan.arena_size, layouts)

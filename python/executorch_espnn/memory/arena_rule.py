@@ -83,6 +83,7 @@ class ArenaGraph:
     @classmethod
     def from_blob(cls, blob: bytes) -> "ArenaGraph":
         """From a blob, with the row geometry fused regions need."""
+        # lazy: band_schedule imports this module (a cycle)
         from .band_schedule import BandGraph
 
         bands = BandGraph(blob)

@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Callable, Sequence
 
 from .. import _native
+from ..macs import op_macs
 from .arena_rule import ArenaGraph, OpIO, liveness
 
 
@@ -86,8 +87,6 @@ class BandGraph:
 
     @cached_property
     def macs(self) -> list[int]:
-        from ..analysis.macs import op_macs
-
         return [op_macs(self.summary, op) for op in self.summary["ops"]]
 
 

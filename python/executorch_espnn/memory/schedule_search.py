@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from .. import _native
 from .arena_plan import plan_arena
 from .arena_rule import ArenaGraph, liveness
 from .band_schedule import BandGraph, FusedRegion, fusable_chains, fuse, is_fusable, recomputed_macs
@@ -446,8 +447,6 @@ def _graph_and_regions(payload: BandGraph) -> tuple[ArenaGraph, tuple]:
 
 def _whole_nbytes(tensor: dict) -> int:
     """A tensor's bytes whole (a BANDED tensor's record holds its band buffer's)."""
-    from .. import _native
-
     n = _native.DTYPES[tensor["dtype"]][1]
     for d in tensor["shape"]:
         n *= d

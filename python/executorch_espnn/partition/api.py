@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from executorch.exir import to_edge_transform_and_lower
+from torch.export import ExportedProgram
+
+from ..recurrent_ops import RECURRENT_OPS, decompose_recurrent
 from .partitioner import CPU_REASON_KEY, EspNNPartitioner
+from .shape_chains import requantize_shape_chains_pass
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +33,6 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
     Returns the EdgeProgramManager; call ``.to_executorch()`` on it, and
     ``delegation_report(manager)`` to see what was delegated.
     """
-    from executorch.exir import to_edge_transform_and_lower
-    from torch.export import ExportedProgram
 
     def make():
         return [EspNNPartitioner(compile_specs, allow_cpu_fallback=allow_cpu_fallback)]
@@ -45,8 +48,6 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
         raise TypeError(f"to_espnn_edge takes an ExportedProgram or a non-empty dict of them, got "
                         f"{type(programs).__name__}; export the quantized module first: "
                         "torch.export.export(convert_pt2e(m), example_inputs)")
-    from ..recurrent_ops import RECURRENT_OPS, decompose_recurrent
-    from .shape_chains import requantize_shape_chains_pass
 
     def lower(programs, partitioner):
         return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config,

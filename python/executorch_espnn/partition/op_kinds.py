@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+from ..lowering.graph import op_name
+
 COMPUTE = "compute"
 QUANTIZE = "quantize"
 
@@ -67,7 +69,6 @@ def edge_kind(node) -> str | None:
     """The kind of an Edge call_function node left on the CPU: None when
     ExecuTorch makes no kernel call for it (getitem, a view_copy it turns
     into a view)."""
-    from ..lowering.graph import op_name
 
     name = op_name(node)
     if name in _VIEW_COPY and all(u.op != "output" for u in node.users):

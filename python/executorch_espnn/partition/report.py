@@ -23,7 +23,17 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from executorch.exir._serialize._program import deserialize_pte_binary
+
+from .. import _native
+from ..analysis import arena_timeline, payload_metrics
+from ..compile_spec import CompileOptions
+from ..lowering.graph import ConstantSource, op_name
+from ..memory.schedule_search import payload_schedule
+from ..pte_check import check_pte
 from .op_kinds import COMPUTE, QUANTIZE, counts_text, edge_kind, edge_name_kind, kernel_kind, xts3_kind
+from .partitioner import CPU_REASON_KEY
+from .support import SupportAnalysis
 
 BACKEND_ID = "EspNNBackend"
 
@@ -203,9 +213,6 @@ def _target(compile_specs) -> str | None:
 def payload_summary(blob: bytes, compile_specs=()) -> PayloadSummary:
     """Parses `blob` with the device parser (raises ValueError with the
     parser's message if it is rejected) and adds the static analysis."""
-    from .. import _native
-    from ..analysis import arena_timeline, payload_metrics
-    from ..memory.schedule_search import payload_schedule
 
     s = _native.parse(bytes(blob))
     metrics = payload_metrics(s)
@@ -226,10 +233,6 @@ def _is_delegate_call(node) -> bool:
 
 
 def method_report(ep, *, payloads: bool = True) -> MethodReport:
-    from ..compile_spec import CompileOptions
-    from ..lowering.graph import ConstantSource, op_name
-    from .partitioner import CPU_REASON_KEY
-    from .support import SupportAnalysis
 
     gm = ep.graph_module
     if any(_is_memory_planning_op(n) for n in gm.graph.nodes):
@@ -313,9 +316,6 @@ def pte_program(pte: bytes):
     """The ``executorch.exir.schema.Program`` of a .pte, delegate payloads
     inlined (ExecuTorch's deserializer). Raises ValueError for bytes that are
     not a .pte."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    from ..pte_check import check_pte
 
     data = bytes(pte)
     if len(data) < 8 or data[4:6] != b"ET":

@@ -19,6 +19,7 @@ parameters, and only then.
 
 from __future__ import annotations
 
+from executorch.exir.pass_base import PassResult
 import torch
 from torch.fx import GraphModule, Node
 
@@ -123,6 +124,5 @@ def requantize_shape_chains_pass(gm: GraphModule):
     """The pass form (``to_edge_transform_and_lower(transform_passes=[...])``,
     as ``to_espnn_edge`` runs it: it must run on the Edge program before the
     partitioner, which may not change the graph)."""
-    from executorch.exir.pass_base import PassResult
 
     return PassResult(gm, requantize_shape_chains(gm) > 0)

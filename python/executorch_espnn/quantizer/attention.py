@@ -47,6 +47,9 @@ import torch
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.utils import get_new_attr_name_with_prefix
 
+from .annotation import annotate, is_annotated, is_float_tensor
+from .config import SOFTMAX_SIGMOID_OUTPUT
+
 aten = torch.ops.aten
 SDPA = aten.scaled_dot_product_attention.default
 SAFE_SOFTMAX = aten._safe_softmax.default
@@ -217,8 +220,6 @@ def masked_softmax_pair(node: Node) -> Node | None:
 def annotate_masked_softmax(gm: GraphModule, resolve) -> None:
     """masked_fill + _safe_softmax as one int8 op: the scores' int8 value in,
     softmax's fixed quantization out, nothing observed in between (the -inf)."""
-    from .annotation import annotate, is_annotated, is_float_tensor
-    from .config import SOFTMAX_SIGMOID_OUTPUT
 
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target is not SAFE_SOFTMAX or is_annotated(node):

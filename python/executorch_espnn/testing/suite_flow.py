@@ -24,6 +24,12 @@ from __future__ import annotations
 from executorch.backends.test.harness import Tester
 from executorch.backends.test.harness.stages import Quantize, Serialize, StageType, ToEdgeTransformAndLower
 from executorch.backends.test.suite.flow import TestFlow
+from executorch.exir import EdgeCompileConfig
+from torch.utils._pytree import tree_flatten
+
+from ..partition import EspNNPartitioner
+from ..quantizer import EspNNQuantizer
+from ..runtime import run_pte
 
 FLOW_NAME = "espnn"
 BACKEND_NAME = "espnn"
@@ -34,24 +40,16 @@ class RuntimeSerialize(Serialize):
     ``executorch.runtime`` with the C++ EspNNBackend registered."""
 
     def run_artifact(self, inputs):
-        from torch.utils._pytree import tree_flatten
-
-        from ..runtime import run_pte
-
         flat, _ = tree_flatten(inputs)
         return [t.clone() for t in run_pte(self.buffer, flat)]
 
 
 def espnn_quantize_stage() -> Quantize:
-    from ..quantizer import EspNNQuantizer
 
     return Quantize(quantizer=EspNNQuantizer())
 
 
 def espnn_lower_stage(*args, **kwargs) -> ToEdgeTransformAndLower:
-    from executorch.exir import EdgeCompileConfig
-
-    from ..partition import EspNNPartitioner
 
     # EdgeCompileConfig() (IR validity checked), as to_espnn_edge uses, not the
     # harness default that switches the check off.

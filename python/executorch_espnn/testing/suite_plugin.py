@@ -31,6 +31,7 @@ import pytest
 
 
 def _install_flow() -> None:
+    # lazy: `-p` imports this plugin as pytest starts; executorch's suite loads when the flow is installed
     from executorch.backends.test.suite import flow as flow_module
 
     from .suite_flow import ESPNN_TEST_FLOW
@@ -62,6 +63,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    # lazy: executorch's suite loads when the session is configured, not when `-p` imports the plugin
     from executorch.backends.test.suite import reporting
 
     config.stash[_RECORDS] = []

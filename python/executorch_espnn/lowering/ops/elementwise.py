@@ -14,7 +14,7 @@ channels-last when a rank-4/3 operand already is channels-last (a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torch.fx import Node
 
@@ -66,8 +66,6 @@ def analyze(node, cc) -> ElementwisePlan:
 
 def expand_rank(ctx, v: Value, rank: int) -> Value:
     """The same value with leading 1-dims (numpy broadcasting's alignment)."""
-    from dataclasses import replace
-
     if v.rank == rank:
         return v
     v = ctx.as_layout(v, CONTIG)

@@ -11,7 +11,7 @@ import numpy as np
 from executorch_espnn import _native
 from executorch_espnn import quant_params as qp
 from executorch_espnn import selfcheck
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 S, Z = 0.05, -3
 
@@ -261,7 +261,7 @@ def _fused_graphs() -> Iterator[tuple[str, bytes]]:
     """Fused regions (BAND_LOOP): an inverted residual block (stride 1 with
     its residual ADD, and stride 2), an in-place depthwise, and random chains
     (stride 2, dilation, pads at the borders) at a few band heights."""
-    import band_graphs as bg
+    from . import band_graphs as bg
     from executorch_espnn.memory import FusedRegion
 
     for stride in (1, 2):
@@ -298,7 +298,7 @@ def bundle_cases(runs: int = 0) -> list:
     """The op corpus (every XTS3 opcode) and the parser tests' valid blobs as
     bundle cases with the host runtime's expected outputs: what every runner
     (host, lx106, ESP-IDF linux, a board) must reproduce bit-exactly."""
-    import xts3_mutations as xm
+    from . import xts3_mutations as xm
 
     from executorch_espnn import bundle
 

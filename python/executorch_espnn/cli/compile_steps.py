@@ -4,17 +4,24 @@ line names the step, the node when there is one, and what to do."""
 
 from __future__ import annotations
 
-from .errors import LoweringError, UsageError, one_line
+from .. import ET_BACKEND_ERROR, _et_backend, runtime
+from ..compile_spec import EspNNCompileSpecBuilder
+from ..memory.schedule_search import ScheduleError
+from ..pipeline import QuantizationError, output_scales
+from ..pipeline import quantize as pt2e_quantize
+from .compare import LargestDiffs, as_list
+from .errors import ProgramError, UsageError, one_line
 from .progress import progress
 
 
-def _export_failed(what: str, e: BaseException) -> LoweringError:
-    return LoweringError(f"torch.export of the {what} failed: {type(e).__name__}: {one_line(e)[:400]} "
+def _export_failed(what: str, e: BaseException) -> ProgramError:
+    return ProgramError(f"torch.export of the {what} failed: {one_line(e, typed=True, limit=400)} "
                          "(the model must be exportable with torch.export: no data-dependent Python control "
                          "flow; see the PyTorch export docs)")
 
 
 def _export(model, example, what: str):
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
     try:
@@ -26,8 +33,6 @@ def _export(model, example, what: str):
 def quantize(model, example, calib, qat_data, args, steps):
     """(quantized GraphModule, QAT info or None): ``executorch_espnn.quantize``
     with progress lines, and its failures as CliErrors."""
-    from ..pipeline import QuantizationError
-    from ..pipeline import quantize as pt2e_quantize
 
     qat_info = {}
 
@@ -51,17 +56,18 @@ def quantize(model, example, calib, qat_data, args, steps):
             raise _export_failed("model (train mode)" if args.qat_epochs else "model", cause) from cause
         if e.step == "calibrate":
             raise UsageError(f"calibration batch {e.batch} from {calib.source} failed in the model: "
-                             f"{type(cause).__name__}: {one_line(cause)[:300]}") from cause
+                             f"{one_line(cause, typed=True, limit=300)}") from cause
         if e.step == "prepare":
             what = ("preparing the model for QAT failed" if args.qat_epochs
                     else "EspNNQuantizer could not annotate the model")
-            raise LoweringError(f"{what}: {type(cause).__name__}: {one_line(cause)}") from cause
-        raise LoweringError(f"convert_pt2e failed: {type(cause).__name__}: {one_line(cause)}") from cause
+            raise ProgramError(f"{what}: {one_line(cause, typed=True)}") from cause
+        raise ProgramError(f"convert_pt2e failed: {one_line(cause, typed=True)}") from cause
     return quantized, (qat_info or None)
 
 
 def _train(prepared, data, epochs: int, lr: float) -> dict:
     """QAT: SGD on cross-entropy of the first output (taken as logits)."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
     import torch.nn.functional as F
 
@@ -86,8 +92,6 @@ _STRICT_PREFIX = "EspNNPartitioner(allow_cpu_fallback=False)"
 
 def _schedule_error(e: BaseException):
     """The ScheduleError behind ``e`` (ExecuTorch may wrap what the partitioner raised), or None."""
-    from ..memory.schedule_search import ScheduleError
-
     while e is not None:
         if isinstance(e, ScheduleError):
             return e
@@ -96,7 +100,7 @@ def _schedule_error(e: BaseException):
 
 
 def lower(quantized, example, target: str, strict: bool, *, schedule: str = "auto", arena_budget: int | None = None):
-    from ..compile_spec import EspNNCompileSpecBuilder
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition import to_espnn_edge
 
     ep = _export(quantized, example, "quantized model")
@@ -111,19 +115,20 @@ def lower(quantized, example, target: str, strict: bool, *, schedule: str = "aut
         raise failure from e
 
 
-def _lowering_failure(e: Exception, schedule: str) -> LoweringError | None:
+def _lowering_failure(e: Exception, schedule: str) -> ProgramError | None:
     """The CliError that says what went wrong in to_espnn_edge and what to do
     (None: not a failure the user can act on)."""
-    from ..lowering.lower import LoweringError as Lowering
+    # lazy: the lowering loads torch; `espnn --help` must load without it
+    from ..lowering.lower import LoweringError
 
     budget_error = _schedule_error(e)
     if budget_error is not None:
         hint = (" (or drop --schedule layer: fused execution may reach less)" if schedule == "layer" else "")
-        return LoweringError(f"--arena-budget {budget_error.budget:,} B cannot be met: {one_line(budget_error)}; "
+        return ProgramError(f"--arena-budget {budget_error.budget:,} B cannot be met: {one_line(budget_error)}; "
                              f"give --arena-budget {budget_error.smallest_peak:,} or more{hint}")
-    if isinstance(e, Lowering):
+    if isinstance(e, LoweringError):
         node = f" at node {e.node}" if getattr(e, "node", None) else ""
-        return LoweringError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
+        return ProgramError(f"lowering failed{node}: {one_line(e)} (rerun with --verbose; without --strict "
                              "an op the backend cannot take stays on the CPU)")
     if isinstance(e, RuntimeError):
         text = str(e)
@@ -132,25 +137,27 @@ def _lowering_failure(e: Exception, schedule: str) -> LoweringError | None:
             head = text.splitlines()[0].split(": ", 1)[1].removesuffix(" would run on the CPU:")
             lines = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("  ")]
             more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-            return LoweringError(f"--strict: {head} would run on the CPU; first: {lines[0]}{more}. "
+            return ProgramError(f"--strict: {head} would run on the CPU; first: {lines[0]}{more}. "
                                  "Change or remove these ops, or drop --strict to let them run on the CPU "
                                  "(the report then lists them, grouped by op and reason)")
-        return LoweringError(f"lowering failed: {type(e).__name__}: {one_line(e)[:500]}")
+        return ProgramError(f"lowering failed: {one_line(e, typed=True, limit=500)}")
     return None
 
 
 def to_pte(edge) -> bytes:
     # The out-variants of quantize/dequantize ops left on the CPU live in this library.
+    # lazy: executorch; imported for its side effect when the program is serialized
     import executorch.kernels.quantized  # noqa: F401
 
     try:
         return bytes(edge.to_executorch().buffer)
     except Exception as e:
-        raise LoweringError(f"serializing the program (to_executorch) failed: {type(e).__name__}: "
-                            f"{one_line(e)[:400]}") from e
+        raise ProgramError(f"serializing the program (to_executorch) failed: "
+                            f"{one_line(e, typed=True, limit=400)}") from e
 
 
 def add_planned_memory(report, pte: bytes) -> None:
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition.report import pte_program
 
     for plan in pte_program(pte).execution_plan:
@@ -168,18 +175,15 @@ class HostRunner:
         self.kind = "pte" if use_pte else "edge"
         self.program = None
         if use_pte:
-            from .. import ET_BACKEND_ERROR, _et_backend
-            from ..runtime import load_program
-
             if _et_backend is None:
                 raise UsageError(f"the EspNNBackend delegate is not available in this install ({ET_BACKEND_ERROR}): "
                                  "install executorch-espnn into the environment that holds the executorch wheel "
                                  "it pins (pip install .)")
 
             try:
-                self.program = load_program(pte)
+                self.program = runtime.load_program(pte)
             except Exception as e:
-                raise LoweringError(f"the host runtime cannot load the .pte: {one_line(e)} (ExecuTorch's "
+                raise ProgramError(f"the host runtime cannot load the .pte: {one_line(e)} (ExecuTorch's "
                                     "log above says why)") from e
 
     @property
@@ -189,12 +193,9 @@ class HostRunner:
 
     def __call__(self, inputs) -> list:
         if self.kind == "pte":
-            from ..runtime import run_pte
+            return runtime.run_pte(None, list(inputs), self.method, program=self.program)
 
-            return run_pte(None, list(inputs), self.method, program=self.program)
-        from ..runtime import run_edge_program
-
-        return run_edge_program(self.edge, list(inputs), self.method)[0]
+        return runtime.run_edge_program(self.edge, list(inputs), self.method)[0]
 
 
 def _rows(cmp) -> list[dict]:
@@ -234,14 +235,12 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
     program whose delegates run on the native device runtime — the gate: the
     .pte must compute what the device code computes — and (2) with the
     quantized PyTorch model: measured always, a gate only with `tolerance_lsb`."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
-    from ..pipeline import output_scales
-    from .compare import Comparison, as_list
-
     scales = output_scales(quantized)
-    vs_model = Comparison(scales, float_rtol=FLOAT_RTOL)
-    vs_device = Comparison(scales, float_rtol=FLOAT_RTOL) if runner.kind == "pte" else None
+    vs_model = LargestDiffs(scales, float_rtol=FLOAT_RTOL)
+    vs_device = LargestDiffs(scales, float_rtol=FLOAT_RTOL) if runner.kind == "pte" else None
     agree = total = 0
     classifier = None  # decided on the first batch (static shapes: the same for every batch)
     with torch.no_grad():
@@ -249,14 +248,12 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             try:
                 got = runner(batch.inputs)
             except Exception as e:
-                raise LoweringError(f"running the program on the host failed: {type(e).__name__}: "
-                                    f"{one_line(e)[:300]}") from e
+                raise ProgramError(f"running the program on the host failed: "
+                                    f"{one_line(e, typed=True, limit=300)}") from e
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
-                from ..runtime import run_edge_program
-
-                vs_device.add(got, run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
+                vs_device.add(got, runtime.run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
             if classifier is None:
                 classifier = classifier_shaped(want, batch.inputs)
             if classifier:
@@ -278,13 +275,11 @@ def accuracy(model, quantized, runner: HostRunner, data) -> dict:
     """Top-1 of the float model, the quantized PyTorch model and the program on
     the host, on labelled batches, and the program's largest deviation from
     the quantized model in output steps."""
+    # lazy: torch takes seconds to import; `espnn --help` must load without it
     import torch
 
-    from ..pipeline import output_scales
-    from .compare import Comparison, as_list
-
     hits = {"float": 0, "quantized": 0, "delegate": 0}
-    cmp = Comparison(output_scales(quantized)[:1])
+    cmp = LargestDiffs(output_scales(quantized)[:1])
     n = 0
     with torch.no_grad():
         for batch in progress(data.batches, len(data.batches), "accuracy"):

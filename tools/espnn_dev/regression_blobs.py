@@ -22,9 +22,9 @@ from typing import Callable
 
 import numpy as np
 
-import xts3_mutations as xm
+from . import xts3_mutations as xm
 from executorch_espnn import _native as fmt
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 LIMITS = fmt.LIMITS
 INT32_MAX = 2**31 - 1

@@ -40,10 +40,12 @@ them):
 from __future__ import annotations
 
 import numpy as np
+
 from executorch_espnn import quant_params as qp
 from executorch_espnn.analysis import payload_metrics
 from executorch_espnn.bundle import BundleCase, make_case
-from graph_util import Const, Input, Out, build_op
+
+from .graph_util import Const, Input, Out, build_op
 
 S = 0.05  # activation scale of every case
 SEED = 20240  # numpy seed of the inputs and weights
@@ -286,3 +288,26 @@ def expected_kernels() -> dict[str, str]:
         (op,) = payload_metrics(blob).ops
         out[name] = op.kernel
     return out
+
+
+# ------------------------------------------------------------------ softmax rows
+def softmax_row_cases() -> list[BundleCase]:
+    """SOFTMAX over rows whose length is >= 32 and not a multiple of 16
+    (attention over 49, 65 or 197 tokens). ESP-NN 1.2.3's S3 softmax finds
+    each row's maximum with `ee.vld.128.ip`, which ignores the low 4 address
+    bits, and advances rows by `width`: every row that does not start on a
+    16-byte boundary would be read from the wrong bytes. Run on the emulated
+    S3 by tests/idf/test_idf_qemu.py and tools/device-evidence."""
+    rng = np.random.default_rng(49)
+    cases = []
+    for rows, width in ((4, 49), (3, 65), (2, 197), (2, 48)):
+        x = rng.integers(-100, 0, (1, rows, width), dtype=np.int8)
+        # Each row's peak at the last index of the 16-byte blocks the SIMD
+        # loop reads: a row starting k bytes past a boundary is read from k
+        # bytes early, so the loop misses that peak, finds too small a
+        # maximum, and x - max > 0 breaks the fixed-point exp.
+        x[0, :, (width & ~15) - 1] = 100
+        blob, feeds = build_op("SOFTMAX", [Input(x, 0.05, 0)], [Out(x.shape, "INT8", 1 / 256, -128)],
+                               **qp.softmax_params(0.05))
+        cases.append(make_case(f"softmax_{rows}x{width}", blob, feeds, runs=1))
+    return cases

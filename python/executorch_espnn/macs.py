@@ -3,6 +3,10 @@
 Only ops built on a dot product count (conv, depthwise, fully connected,
 transposed conv, batch matmul, the gate products of GRU and LSTM); elementwise, pooling and data movement have no MACs in
 the usual sense (they are listed with 0).
+
+Both analysis (per-op metrics) and memory (the schedule search's cost) count
+MACs; the count lives here, beside both, because analysis builds on memory's
+arena rule and memory must not import analysis (tests/test_import_graph.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Low-level XTS3 writer: a graph of tensors and ops -> bytes.
+"""The XTS3 serializer: a graph of tensors and ops, and a plan for its
+arena, -> bytes.
 
 Every constant of the format (magic, version, record layouts, opcodes,
 parameter names, limits) comes from the native runtime's header through
@@ -8,8 +9,10 @@ docs/xts3-format.md describes the bytes.
 The writer checks what the caller passes (op names, parameter names, tensor
 indices) so mistakes surface as a ValueError at the call that made them; the
 native parser remains the judge of whether the blob is valid. Where arena
-tensors go and in which order the ops run is decided elsewhere
-(executorch_espnn.memory); the writer writes the plan it is given.
+tensors go, which ops run as fused regions and in which order the ops run is
+decided before it (executorch_espnn.memory, through
+executorch_espnn.xts3_writer.Xts3Writer); the serializer writes the plan it
+is given and imports nothing but the format.
 """
 
 from __future__ import annotations
@@ -21,8 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .. import _native as fmt
-from ..memory import ArenaGraph, ArenaPlan, BandGraph, OpIO, plan_arena
-from ..memory.arena_rule import aligned
+
 
 def _native_parse(blob: bytes) -> dict:
     return fmt.parse(blob)
@@ -68,8 +70,9 @@ class _Op:
 
 
 @dataclass
-class Xts3Writer:
-    """Builds an XTS3 blob. Tensor and op indices are returned as ints."""
+class Xts3Serializer:
+    """Builds an XTS3 graph and writes it with a given arena plan. Tensor
+    and op indices are returned as ints."""
 
     _tensors: list[_Tensor] = field(default_factory=list)
     _ops: list[_Op] = field(default_factory=list)
@@ -77,10 +80,10 @@ class Xts3Writer:
     _outputs: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_blob(cls, blob: bytes) -> "Xts3Writer":
+    def from_blob(cls, blob: bytes) -> "Xts3Serializer":
         """The graph of a layer-by-layer blob (no fused regions), to be planned
         and written again (e.g. with fused regions). Arena offsets are not
-        kept: to_bytes plans them."""
+        kept: the caller plans them again."""
         s = _native_parse(blob)
         if any(op["op"] == "BAND_LOOP" for op in s["ops"]):
             raise ValueError("the blob already has fused regions")
@@ -179,38 +182,10 @@ class Xts3Writer:
             raise ValueError(f"tensor index {t} does not exist (have {len(self._tensors)})")
         return int(t)
 
-    # -- what the memory planner sees ----------------------------------------------
-    def arena_graph(self) -> ArenaGraph:
-        """The graph as executorch_espnn.memory plans it; tensors with a
-        caller-fixed offset are pinned."""
-        return ArenaGraph(
-            nbytes=tuple(t.nbytes for t in self._tensors),
-            in_arena=tuple(t.in_arena for t in self._tensors),
-            ops=tuple(OpIO(op.name, tuple(None if t == fmt.NO_TENSOR else t for t in op.inputs),
-                           tuple(op.outputs)) for op in self._ops),
-            inputs=tuple(self._inputs),
-            outputs=tuple(self._outputs),
-            pinned=frozenset(self._pinned_offsets()),
-            bands=BandGraph(self._layer_by_layer_blob),
-        )
-
-    def _layer_by_layer_blob(self) -> bytes:
-        """The graph with every arena tensor on bytes of its own (a plan the
-        parser always accepts): what BandGraph reads the row geometry from."""
-        offsets, end = {}, 0
-        for i, t in enumerate(self._tensors):
-            if t.in_arena:
-                offsets[i] = end
-                end += aligned(t.nbytes)
-        return self.to_bytes(ArenaPlan(offsets, end))
-
-    def _pinned_offsets(self) -> dict[int, int]:
+    # -- what the memory planner reads -----------------------------------------------
+    def pinned_offsets(self) -> dict[int, int]:
+        """Arena tensor -> the offset its caller fixed (``tensor(offset=)``)."""
         return {i: t.offset for i, t in enumerate(self._tensors) if t.in_arena and t.offset is not None}
-
-    def plan(self, regions=()) -> ArenaPlan:
-        """The memory planner's arena plan for the ops in their current order,
-        with ``regions`` (memory.FusedRegion) run band by band."""
-        return plan_arena(self.arena_graph(), regions, self._pinned_offsets())
 
     def reorder_ops(self, order: Sequence[int]) -> None:
         """Puts the ops in ``order`` (new position -> old op index), e.g.
@@ -253,10 +228,11 @@ class Xts3Writer:
             ops.append(op)
         return tensors, ops, flags
 
-    def to_bytes(self, plan: ArenaPlan | None = None) -> bytes:
-        """The blob with ``plan``'s arena offsets and fused regions (default:
-        the memory planner's layer-by-layer plan, ``plan()``)."""
-        plan = self.plan() if plan is None else plan
+    def to_bytes(self, plan) -> bytes:
+        """The blob with ``plan``'s arena offsets and fused regions. ``plan``
+        is what executorch_espnn.memory.plan_arena returns (an ArenaPlan):
+        ``offsets`` (arena tensor -> offset), ``arena_size`` and ``regions``
+        (each fused region's layout)."""
         offsets, arena_size = plan.offsets, plan.arena_size
         all_tensors, all_ops, flags = self._with_regions(plan.regions)
 

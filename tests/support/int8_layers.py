@@ -1,6 +1,6 @@
 """Layer-by-layer view of a lowered convert_pt2e model, and an exact integer
 reference of the same int8 graph, written for the tests from TFLite's
-documented integer formulas (tests/tflite_reference.py).
+documented integer formulas (tests/support/tflite_reference.py).
 
 Why: a .pte that is N steps from the convert_pt2e model at its output may hold
 a wrong op, or N may be rounding differences grown through the layers. To tell
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed ops)
 
-import tflite_reference as T
+from . import tflite_reference as T
 
 QUANTIZE = torch.ops.quantized_decomposed.quantize_per_tensor.default
 DEQUANTIZE = torch.ops.quantized_decomposed.dequantize_per_tensor.default

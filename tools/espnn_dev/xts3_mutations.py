@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from executorch_espnn import _native as fmt
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 # Values a corrupt or hostile blob puts into a 32-bit field.
 HUGE_U32 = (0xFFFFFFFF, 0x80000000, 0x7FFFFFFF)
@@ -159,7 +159,7 @@ def region_blobs() -> list[ValidBlob]:
     tensor): an inverted residual block fused at 2-row bands and an in-place
     depthwise. Their mutations go to the -m32/sanitizer corpus, which checks
     only that every build gives the binding's verdict."""
-    import band_graphs as bg
+    from . import band_graphs as bg
 
     from executorch_espnn.memory import FusedRegion
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from executorch_espnn import quant_params as qp
-from executorch_espnn.serialization import Xts3Writer
+from executorch_espnn.xts3_writer import Xts3Writer
 
 S, Z = 0.05, -3
 
