@@ -165,10 +165,10 @@ def size_figures(json2: str) -> dict:
 
 
 def device_tools():
-    """tests/idf's idf_project, once ESPNN_DEVICE_PREFIX's environment is
-    applied (ESP-IDF, its Python, QEMU); exits saying what is missing."""
-    sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
-    from idf import idf_project
+    """tools/espnn_dev's idf_project, once ESPNN_DEVICE_PREFIX's environment
+    is applied (ESP-IDF, its Python, QEMU); exits saying what is missing."""
+    sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]
+    from espnn_dev import idf_project  # lazy: only the device run needs ESP-IDF's environment
 
     why = idf_project.PREFIX_PROBLEM or idf_project.problem("esp32s3") or idf_project.qemu_problem("esp32s3")
     if why:

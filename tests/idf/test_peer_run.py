@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from . import idf_project
+from espnn_dev import idf_project
 
 REPO = Path(__file__).resolve().parents[2]
 
