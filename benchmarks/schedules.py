@@ -121,7 +121,7 @@ class Partition:
     schedule: str
     bit_identical: bool
     floor_outside: int  # bytes of the busiest step outside every fusable run (e.g. the input QUANTIZE)
-    floor_fused: int  # least busiest step of the fusable runs, fused (band_schedule + arena rule)
+    floor_fused: int  # least busiest step of the fusable runs, fused (fused_regions + arena rule)
     lx106_layer: int | str = "not run"
     lx106_fused: int | str = "not run"
 

@@ -7,7 +7,7 @@ writes the offsets it is given."""
 
 from .arena_plan import ArenaPlan, plan_arena
 from .arena_rule import ArenaGraph, Liveness, OpIO, liveness
-from .band_schedule import (BandGraph, FusedRegion, RegionLayout, fusable_chains, fuse, is_fusable,
+from .fused_regions import (BandGraph, FusedRegion, RegionLayout, fusable_chains, fuse, is_fusable,
                             recomputed_macs, region_layout)
 from .op_order import memory_order
 from .schedule_search import SCHEDULE_MODES, Schedule, ScheduleError, choose_schedule

@@ -1,6 +1,6 @@
 """Schedule search: per partition, layer-by-layer or fused (band) execution.
 
-A *fused region* (memory.band_schedule.FusedRegion) runs a contiguous run of
+A *fused region* (memory.fused_regions.FusedRegion) runs a contiguous run of
 ops band by band, so the tensors inside it exist only as a few rows. It
 lowers the arena where those tensors are large; its band buffers and (in
 place) staging rows cost bytes of their own, and halo rows that
@@ -26,7 +26,7 @@ How: the arena is at least the bytes live at its busiest op step
 (memory.arena_rule). A region changes only the bytes live at its own steps
 (its band buffers live nowhere else; the tensors it reads and writes whole
 are the same at every other step), so each maximal fusable chain
-(band_schedule.fusable_chains) is split on its own, by dynamic programming
+(fused_regions.fusable_chains) is split on its own, by dynamic programming
 over its ops: each op either runs layer by layer (its step's bytes as they
 are) or starts a region of the next k ops (the region's busiest step, from
 the arena rule on the graph with that region fused, at the tallest band
@@ -46,7 +46,7 @@ from typing import Protocol, Sequence
 
 from .arena_plan import plan_arena
 from .arena_rule import ArenaGraph, liveness
-from .band_schedule import BandGraph, FusedRegion, fusable_chains, fuse, is_fusable, recomputed_macs
+from .fused_regions import BandGraph, FusedRegion, fusable_chains, fuse, is_fusable, recomputed_macs
 
 SCHEDULE_MODES = ("auto", "layer", "fused")
 
@@ -72,7 +72,7 @@ class Schedule:
     """The regions chosen for one graph and what they cost."""
 
     mode: str  # the mode asked for (SCHEDULE_MODES)
-    regions: tuple  # memory.band_schedule.FusedRegion, in op order; () = layer by layer
+    regions: tuple  # memory.fused_regions.FusedRegion, in op order; () = layer by layer
     peak: int  # planned arena with these regions, bytes
     layer_peak: int  # planned arena layer by layer, bytes
     layer_bound: int  # lower bound of any layer-by-layer plan's arena (none is smaller), bytes
@@ -104,7 +104,7 @@ def regions_text(regions) -> str:
 
 class BandCosts(Protocol):
     """What the search needs to know about a graph (``GraphCosts`` asks
-    memory.band_schedule; the unit tests give synthetic costs)."""
+    memory.fused_regions; the unit tests give synthetic costs)."""
 
     def chains(self) -> Sequence[tuple[int, int]]: ...  # maximal (first_op, num_ops) fusable runs
     def fusable(self, first_op: int, num_ops: int) -> bool: ...  # may these ops form a region?
@@ -123,7 +123,7 @@ class BandCosts(Protocol):
 @dataclass
 class GraphCosts:
     """BandCosts of an ArenaGraph that carries its band geometry
-    (Xts3Writer.arena_graph, ArenaGraph.from_blob): memory.band_schedule
+    (Xts3Writer.arena_graph, ArenaGraph.from_blob): memory.fused_regions
     (the C++ parser's region rules and row arithmetic, through the binding)
     and plan_arena."""
 
