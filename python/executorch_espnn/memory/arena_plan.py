@@ -33,10 +33,6 @@ class ArenaPlan:
     # writer writes them (BAND_LOOP ops, BANDED tensors, staging tensors).
     regions: tuple = ()
 
-    @property
-    def size(self) -> int:
-        return self.arena_size
-
 
 def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, int] | None = None,
                lv: Liveness | None = None) -> ArenaPlan:
