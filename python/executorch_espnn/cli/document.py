@@ -144,8 +144,8 @@ def method_lines(name: str, m: dict, internal_ram: dict | None = None, verbose: 
                 continue
             rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", ops,
                          _bytes(p["payload_bytes"]), _bytes(s["arena_bytes"]), _bytes(s["arena_lower_bound"]),
-                         _bytes(s["arena_layer_bound"]), _bytes(s["scratch_bytes"]), _bytes(s["macs"])] + ([_simd_cell(s)] if simd else [])
-                        + [s["target"] or "default"])
+                         _bytes(s["arena_layer_bound"]), _bytes(s["scratch_bytes"]), _bytes(s["macs"])]
+                        + ([_simd_cell(s)] if simd else []) + [s["target"] or "default"])
         t = m["totals"]
         rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "", "",
                      _bytes(t["max_scratch_bytes"]), _bytes(t["macs"])] + [""] * (len(rows[0]) - 10))
