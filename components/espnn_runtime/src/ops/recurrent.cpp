@@ -117,6 +117,14 @@ Status ValidateRecurrent(const Model& m, const OpInfo& op, uint32_t gates) {
         ops::ExpectConstVector(ops::InputTensor(m, op, kBih + k), names[k], DType::INT32, rows));
   ESPNN_RETURN_IF_ERROR(ExpectShifts(m, ops::InputTensor(m, op, kShiftIh), "shift_ih"));
   ESPNN_RETURN_IF_ERROR(ExpectShifts(m, ops::InputTensor(m, op, kShiftHh), "shift_hh"));
+  // The gate sums W (v + offset) + bias stay in int32 (GatePreactivations):
+  // w_ih reads the input (offset -input zero point), w_hh the int8 hidden
+  // state, which is the output tensor's quantization.
+  const auto c = [&](uint32_t slot) { return m.constant_data(ops::InputTensor(m, op, slot)); };
+  ESPNN_RETURN_IF_ERROR(ops::CheckAccumulatorRows((const int8_t*)c(kWih), c(kBih), c(kShiftIh), rows,
+                                                  g.in_size, g.in_size, 1, -in.zero_point, "w_ih row"));
+  ESPNN_RETURN_IF_ERROR(ops::CheckAccumulatorRows((const int8_t*)c(kWhh), c(kBhh), c(kShiftHh), rows,
+                                                  g.hidden, g.hidden, 1, -out.zero_point, "w_hh row"));
   // sigmoid(x) >= 0 keeps 1 - z and the products below in range.
   ESPNN_RETURN_IF_ERROR(ExpectTable(m, ops::InputTensor(m, op, kSigmoid), "sigmoid table", 0));
   ESPNN_RETURN_IF_ERROR(ExpectTable(m, ops::InputTensor(m, op, kTanh), "tanh table", -kTableMax));
