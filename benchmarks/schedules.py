@@ -9,10 +9,9 @@ not a test (docs/performance.md, section 1b, says how to read it).
 Per model: the zoo's float model (or torchvision's, random weights) is
 quantized once with EspNNQuantizer, then lowered twice from the same graph:
 with compile spec schedule=layer and with the default schedule=auto (the
-smallest peak arena, then the least recomputation). For every ESP-NN
+smallest peak arena, then the fewest op invocations). For every ESP-NN
 partition it prints the layer-by-layer arena and its lower bound, the fused
-peak, the recomputed MACs (halo rows) in % of the partition's MACs and the
-schedule, all static (from the payloads: bytes and MAC counts); then it runs
+peak and the schedule, all static (from the payloads); then it runs
 both payloads on the host interpreter (the device C++) on the same random
 int8 inputs and says whether the outputs are bit-identical (executed). With
 --xtensa it counts guest instructions per inference of both payloads on an
@@ -116,12 +115,11 @@ class Partition:
     layer_arena: int
     layer_bound: int
     fused_arena: int
-    recompute_pct: float
     macs: int
     schedule: str
     bit_identical: bool
     floor_outside: int  # bytes of the busiest step outside every fusable run (e.g. the input QUANTIZE)
-    floor_fused: int  # least busiest step of the fusable runs, fused (band_schedule + arena rule)
+    floor_fused: int  # least busiest step of the fusable runs, fused (fused_regions + arena rule)
     lx106_layer: int | str = "not run"
     lx106_fused: int | str = "not run"
 
@@ -147,8 +145,8 @@ def bench(name: str, xtensa: bool, workdir: Path) -> Row:
     row = Row(name, t_layer, t_auto)
     for lb, fb in zip(layer, auto):
         ls, fs = payload_summary(lb), payload_summary(fb)
-        row.partitions.append(Partition(ls.arena_bytes, ls.arena_layer_bound, fs.arena_bytes, fs.recompute_percent,
-                                        fs.macs, fs.schedule, bit_identical(lb, fb), *floors(lb)))
+        row.partitions.append(Partition(ls.arena_bytes, ls.arena_layer_bound, fs.arena_bytes, fs.macs, fs.schedule,
+                                        bit_identical(lb, fb), *floors(lb)))
     if xtensa:
         sys.path.insert(0, str(HERE))
         from run import xtensa_icounts
@@ -169,7 +167,7 @@ def floors(layer_blob: bytes) -> tuple[int, int]:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["model", "part", "layer arena / bound", "fused peak", "saved", "recompute", "bit-identical",
+    head = ["model", "part", "layer arena / bound", "fused peak", "saved", "bit-identical",
             "floor: outside runs / runs fused", "lx106 instr layer/fused", "schedule"]
     lines = []
     for r in rows:
@@ -179,7 +177,7 @@ def table(rows: list[Row]) -> str:
                   if isinstance(p.lx106_layer, int) and isinstance(p.lx106_fused, int) else str(p.lx106_layer))
             lines.append([r.model, str(i), f"{p.layer_arena:,} / {p.layer_bound:,}", f"{p.fused_arena:,}",
                           f"{100 * (1 - p.fused_arena / p.layer_arena):.0f}%" if p.layer_arena else "-",
-                          f"{p.recompute_pct:.2f}%", "yes" if p.bit_identical else "NO",
+                          "yes" if p.bit_identical else "NO",
                           f"{p.floor_outside:,} / {p.floor_fused:,}", xt, p.schedule])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = " | ".join(f"{{:{w}}}" for w in widths)

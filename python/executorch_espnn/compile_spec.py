@@ -105,12 +105,12 @@ class EspNNCompileSpecBuilder:
 
     * ``set_schedule(mode)`` - how each partition's ops run (format version 2
       for fused): ``"auto"`` (default: fused band-by-band execution only where
-      it lowers the peak arena; the smallest peak, then the least
-      recomputation), ``"layer"`` (every op on whole tensors, as format
+      it lowers the peak arena; the smallest peak, then the fewest op
+      invocations), ``"layer"`` (every op on whole tensors, as format
       version 1 programs), ``"fused"`` (every fusable chain fused).
     * ``set_arena_budget(size)`` - bytes each partition's arena must fit in:
       an int or ``"320K"``/``"1.5M"`` (K = 1024). The schedule then is the one
-      with the least recomputed MACs whose peak fits; lowering raises
+      with the fewest op invocations whose peak fits; lowering raises
       ``ScheduleError`` (naming the smallest peak reachable) when none fits.
 
     Example::

@@ -1,24 +1,29 @@
-"""memory.schedule_search on synthetic costs: the decomposed search finds
-what an exhaustive search over the same choices finds (smallest peak, then
-least recomputation; or least recomputation under a budget), and the modes
-and the budget error behave as documented.
+"""memory.schedule_search: the search finds what an exhaustive search over
+the same choices finds -- the smallest peak arena, then the fewest op
+invocations (each op once, a region's BAND_LOOP once and its ops once per
+band); or the fewest invocations under a budget -- on synthetic costs and,
+by brute force over every schedule, on small real graphs
+(tests/band_graphs.py); ties in the arena go to fewer invocations; the
+modes and the budget error behave as documented.
 
 The synthetic graph is a chain of ops with given layer-by-layer live bytes
 per step; a region (first, n, rows, in_place) replaces the bytes of its steps
 by its input + output (input only, in place) + rows x the row bytes of its
-intermediates, and recomputes halo MACs that fall as the band grows. These
-are not the runtime's figures (tests/memory/test_band_plans.py checks those
-on real graphs); they exercise the search's logic only.
+intermediates, and runs in ceil(rows / band rows) bands. These are not the
+runtime's byte figures (the brute-force tests below and
+tests/ops/test_band_loop.py use real graphs); they exercise the search's
+logic only.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import pytest
 
-from executorch_espnn.memory.schedule_search import (BAND_HEIGHTS, SCHEDULE_MODES, ScheduleError,
+from espnn_dev import band_graphs as bg
+from executorch_espnn.memory import FusedRegion, RegionRefused, plan_arena
+from executorch_espnn.memory.schedule_search import (BAND_HEIGHTS, SCHEDULE_MODES, GraphCosts, ScheduleError,
                                                      choose_schedule)
 
 
@@ -33,12 +38,11 @@ class Region:
 class Synthetic:
     """``live[i]``: bytes live at step i layer by layer; ``io[i]``: bytes of
     op i's input and output tensors (in, out); ``row[i]``: bytes of one row of
-    op i's output; ``halo[i]``: MACs op i recomputes per band when it is not
-    the region's first op; ``chains``: maximal fusable runs; ``inputs``:
-    bytes live before op 0."""
+    op i's output; ``rows``: output rows of every op; ``chains``: maximal
+    fusable runs; ``inputs``: bytes live before op 0."""
 
-    def __init__(self, live, io, row, halo, chains, rows=8, inputs=0):
-        self.live, self.io, self.row, self.halo, self._chains = live, io, row, halo, chains
+    def __init__(self, live, io, row, chains, rows=8, inputs=0):
+        self.live, self.io, self.row, self._chains = live, io, row, chains
         self.rows, self.inputs = rows, inputs
 
     def chains(self):
@@ -55,9 +59,9 @@ class Synthetic:
 
     def _check(self, r):
         if not self.fusable(r.first_op, r.num_ops):
-            raise ValueError("region outside a fusable chain")
+            raise RegionRefused("region outside a fusable chain")
         if r.in_place and not self.may_be_in_place(r.first_op, r.num_ops):
-            raise ValueError("in place needs equal input and output")
+            raise RegionRefused("in place needs equal input and output")
 
     def region_peak(self, r):
         self._check(r)
@@ -85,16 +89,9 @@ class Synthetic:
                 steps[i] = self.region_peak(r)
         return max([self.inputs] + steps)
 
-    def recomputed(self, regions):
-        total = 0
-        for r in regions:
-            self._check(r)
-            bands = -(-self.rows // r.band_rows)
-            total += sum(self.halo[i] * (bands - 1) for i in range(r.first_op, r.first_op + r.num_ops - 1))
-        return total
-
-    def total_macs(self):
-        return 1_000_000
+    def num_bands(self, r):
+        self._check(r)
+        return -(-self.rows // r.band_rows)
 
     def layer_bound(self):
         return max([self.inputs] + self.live)
@@ -103,26 +100,33 @@ class Synthetic:
         return Region(first_op, num_ops, band_rows, in_place)
 
 
+def calls(num_ops: int, regions, bands) -> int:
+    """Op invocations per inference, from the definition: an op outside the
+    regions once; a region's BAND_LOOP once and each of its ops once per
+    band (``bands(region)``)."""
+    fused = sum(r.num_ops for r in regions)
+    return (num_ops - fused) + sum(1 + r.num_ops * bands(r) for r in regions)
+
+
 def two_blocks():
     """Ops 0-2 and 4-6 are fusable (an expand/depthwise/project-like run with
     a large middle); op 3 sits between them."""
     live = [3000, 9000, 5000, 1500, 2000, 6000, 2500]
     io = [(1000, 4000), (4000, 4000), (4000, 500), (500, 1000), (1000, 3000), (3000, 3000), (3000, 1000)]
     row = [64, 64, 8, 16, 48, 48, 16]
-    halo = [500, 300, 0, 0, 400, 200, 0]
-    return Synthetic(live, io, row, halo, chains=[(0, 3), (4, 3)])
+    return Synthetic(live, io, row, chains=[(0, 3), (4, 3)])
 
 
 def splits(costs, first, n):
     """Every split of the chain into layer steps and regions (any band
     height below the rows, in place or not): (steps' busiest bytes,
-    recomputed MACs, regions)."""
+    the chain's op invocations, regions)."""
     heights = [h for h in BAND_HEIGHTS if h < costs.rows]
     out = []
 
     def walk(p, busiest, regions):
         if p == n:
-            out.append((busiest, costs.recomputed(regions), regions))
+            out.append((busiest, calls(n, regions, costs.num_bands), regions))
             return
         walk(p + 1, max(busiest, costs.live[first + p]), regions)
         for k in range(1, n - p + 1):
@@ -131,7 +135,7 @@ def splits(costs, first, n):
                     r = Region(first + p, k, rows, ip)
                     try:
                         peak = costs.region_peak(r)
-                    except ValueError:
+                    except RegionRefused:
                         continue
                     walk(p + k, max(busiest, peak), regions + (r,))
 
@@ -140,7 +144,7 @@ def splits(costs, first, n):
 
 
 def exhaustive(costs, *, budget=None):
-    """(peak, recomputed MACs) of the best schedule by enumerating every
+    """(peak, op invocations) of the best schedule by enumerating every
     split of every chain: the chains are independent in the synthetic
     model (each region changes only its own steps), so the best schedule is
     the best split per chain for the common target."""
@@ -151,31 +155,32 @@ def exhaustive(costs, *, budget=None):
     target = floor if budget is None else budget
     if target < floor:
         return None
-    cost = sum(min(s[1] for s in options if s[0] <= target) for options in per_chain)
-    return floor, cost
+    in_chains = sum(n for _, n in costs.chains())
+    fewest = sum(min(s[1] for s in options if s[0] <= target) for options in per_chain)
+    return floor, len(costs.live) - in_chains + fewest
 
 
-def test_auto_reaches_the_exhaustive_smallest_peak_with_its_least_recomputation():
+def test_auto_reaches_the_exhaustive_smallest_peak_with_its_fewest_invocations():
     costs = two_blocks()
     s = choose_schedule(None, costs=costs)
-    peak, cost = exhaustive(costs)
-    assert (s.peak, s.recomputed_macs) == (peak, cost)
+    peak, fewest = exhaustive(costs)
+    assert (s.peak, s.invocations) == (peak, fewest)
     assert s.peak < s.layer_peak == 9000
     assert s.regions and s.mode == "auto"
 
 
 @pytest.mark.parametrize("budget", [3000, 4000, 5000, 6000, 8000])
-def test_budget_gets_the_exhaustive_least_recomputation_that_fits(budget):
+def test_budget_gets_the_exhaustive_fewest_invocations_that_fit(budget):
     costs = two_blocks()
     s = choose_schedule(None, budget=budget, costs=costs)
-    _, cost = exhaustive(costs, budget=budget)
+    _, fewest = exhaustive(costs, budget=budget)
     assert s.peak <= budget
-    assert s.recomputed_macs == cost
+    assert s.invocations == fewest == calls(7, s.regions, costs.num_bands)
 
 
 def test_budget_the_layer_schedule_meets_needs_no_regions():
     s = choose_schedule(None, budget=9000, costs=two_blocks())
-    assert s.regions == () and s.peak == 9000 and s.recompute_pct == 0.0
+    assert s.regions == () and s.peak == 9000 and s.invocations == 7
 
 
 def test_too_small_a_budget_names_the_smallest_peak():
@@ -184,6 +189,7 @@ def test_too_small_a_budget_names_the_smallest_peak():
     with pytest.raises(ScheduleError) as e:
         choose_schedule(None, budget=smallest - 1, costs=costs)
     assert e.value.smallest_peak == smallest and e.value.budget == smallest - 1
+    assert not isinstance(e.value, ValueError)  # not a refused value: lower.py lets it through to the user
     assert f"{smallest:,} B" in str(e.value)
     assert choose_schedule(None, budget=smallest, costs=costs).peak == smallest
 
@@ -222,7 +228,7 @@ def test_in_place_region_when_input_and_output_are_the_same_size():
     # DS-CNN-like: 8,000 B maps, depthwise + pointwise in place over the input.
     live = [16000, 16000]
     io = [(8000, 8000), (8000, 8000)]
-    costs = Synthetic(live, io, row=[320, 320], halo=[100, 0], chains=[(0, 2)], rows=25, inputs=490)
+    costs = Synthetic(live, io, row=[320, 320], chains=[(0, 2)], rows=25, inputs=490)
     s = choose_schedule(None, costs=costs)
     assert s.peak < 9600 and any(r.in_place for r in s.regions)
 
@@ -245,3 +251,105 @@ def test_fused_floor_names_what_bounds_the_peak():
     costs.inputs = 9000
     assert fused_floor(None, costs)[0] == 9000
     assert choose_schedule(None, costs=costs).peak == 9000
+
+
+def one_hot_op():
+    """Op 1 alone is large; the graph input (3,000 B, live before op 0) sets
+    the floor, so every schedule that fuses op 1 has the same peak."""
+    return Synthetic(live=[2000, 9000, 2000], io=[(500, 1000), (1000, 1500), (1500, 600)], row=[40, 40, 40],
+                     chains=[(0, 3)], rows=8, inputs=3000)
+
+
+def test_ties_in_the_arena_go_to_fewer_band_invocations():
+    costs = one_hot_op()
+    s = choose_schedule(None, costs=costs)
+    # Op 1 alone in one region of two bands (6 + 2 rows): its BAND_LOOP and
+    # op 1 twice, ops 0 and 2 once: 5 invocations.
+    assert s.regions == (Region(1, 1, 6),) and s.peak == 3000 and s.invocations == 5
+    # Same arena, more invocations: the whole chain fused, or op 1 in shorter bands.
+    for other in [(Region(0, 3, 6),), (Region(1, 1, 2),), (Region(0, 2, 6),)]:
+        assert costs.peak(other) == s.peak
+        assert calls(3, other, costs.num_bands) > s.invocations
+    # mode fused still fuses every op it can, in the fewest bands that fit.
+    assert choose_schedule(None, mode="fused", costs=costs).regions == (Region(0, 3, 6),)
+
+
+def test_budget_ties_go_to_fewer_band_invocations():
+    costs = one_hot_op()
+    s = choose_schedule(None, budget=4000, costs=costs)
+    assert s.regions == (Region(1, 1, 6),) and s.invocations == 5
+
+
+# ------------------------------------------------------------------ real graphs, brute force
+def every_schedule(g, n):
+    """Every set of regions over ops 0..n-1 of ``g`` (any split, any band
+    height the search tries, in place or not), with its planned arena and
+    op invocations; the ones the runtime refuses left out."""
+    def out_rows(first, k):
+        return g.bands.shape(g.ops[first + k - 1].outputs[0])[1]
+
+    def bands(r):
+        return -(-out_rows(r.first_op, r.num_ops) // r.band_rows)
+
+    def walk(p, regions):
+        if p == n:
+            yield regions
+            return
+        yield from walk(p + 1, regions)
+        for k in range(1, n - p + 1):
+            for h in [h for h in BAND_HEIGHTS if h < out_rows(p, k)] or [1]:
+                for ip in (False, True):
+                    yield from walk(p + k, regions + (FusedRegion(p, k, h, ip),))
+
+    found = {}
+    for regions in walk(0, ()):
+        try:
+            found[regions] = (plan_arena(g, regions).arena_size, calls(len(g.ops), regions, bands))
+        except RegionRefused:
+            continue
+    return found
+
+
+# Chains of 2 to 5 ops whose every schedule plans in seconds; they fuse in
+# place and not, one op and all, or not at all (layer by layer is smallest).
+BRUTE_FORCE_SEEDS = (2, 3, 10, 11, 13, 14, 16, 17)
+
+
+@pytest.fixture(scope="module")
+def enumerated():
+    out = {}
+    for seed in BRUTE_FORCE_SEEDS:
+        w, n = bg.random_chain(seed)
+        g = w.arena_graph()
+        out[seed] = (g, every_schedule(g, n))
+    return out
+
+
+@pytest.mark.parametrize("seed", BRUTE_FORCE_SEEDS)
+def test_auto_has_the_least_arena_of_every_schedule_then_the_fewest_invocations(seed, enumerated):
+    g, found = enumerated[seed]
+    least = min(a for a, _ in found.values())
+    fewest = min(c for a, c in found.values() if a == least)
+    s = choose_schedule(g)
+    assert (s.peak, s.invocations) == (least, fewest)
+    assert found[s.regions] == (s.peak, s.invocations)  # the figures are the schedule's own
+
+
+@pytest.mark.parametrize("seed", (3, 10, 16))
+def test_a_budget_gets_the_fewest_invocations_of_every_schedule_that_fits(seed, enumerated):
+    g, found = enumerated[seed]
+    for budget in sorted({a for a, _ in found.values()})[:6]:
+        s = choose_schedule(g, budget=budget)
+        assert s.peak <= budget
+        assert s.invocations == min(c for a, c in found.values() if a <= budget), budget
+
+
+def test_graph_costs_raise_region_refused_each_time_it_is_asked():
+    w, n = bg.inverted_residual()
+    costs = GraphCosts(w.arena_graph())
+    # Op 0 (1x1, 8 -> 24 channels) cannot write its output over its input.
+    refused = (FusedRegion(0, 1, 2, in_place=True),)
+    for _ in range(2):  # not remembered as an answer
+        with pytest.raises(RegionRefused):
+            costs.peak(refused)
+    assert costs.peak((FusedRegion(0, n, 2),)) < costs.peak(())

@@ -12,7 +12,7 @@ from ..partition.op_kinds import counts_text, quant_suffix
 from ..targets import TARGETS, lookup, planned_memory_excess, planned_memory_over
 from .files import write_file
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _tool() -> dict:
@@ -130,7 +130,7 @@ def method_lines(name: str, m: dict, internal_ram: dict | None = None, verbose: 
         payloads = [p["payload"] for p in parts if p["payload"]]
         simd = any(is_s3(s) for s in payloads)  # the S3 SIMD column only where it applies
         rows = [["part", "backend", "in/out", "ops", "payload B", "arena B", "arena bound B", "layer bound B",
-                 "recompute", "scratch B", "MACs"] + (["S3 SIMD"] if simd else []) + ["target"]]
+                 "scratch B", "MACs"] + (["S3 SIMD"] if simd else []) + ["target"]]
         for p in parts:
             s = p["payload"]
             ops = str(p["num_delegated_ops"])  # the headline's delegated ops, per partition
@@ -140,12 +140,11 @@ def method_lines(name: str, m: dict, internal_ram: dict | None = None, verbose: 
                 continue
             rows.append([str(p["index"]), p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", ops,
                          _bytes(p["payload_bytes"]), _bytes(s["arena_bytes"]), _bytes(s["arena_lower_bound"]),
-                         _bytes(s["arena_layer_bound"]), f"{s['recompute_percent']:.2f}%",
-                         _bytes(s["scratch_bytes"]), _bytes(s["macs"])] + ([_simd_cell(s)] if simd else [])
-                        + [s["target"] or "default"])
+                         _bytes(s["arena_layer_bound"]), _bytes(s["scratch_bytes"]), _bytes(s["macs"])]
+                        + ([_simd_cell(s)] if simd else []) + [s["target"] or "default"])
         t = m["totals"]
-        rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "", "", "",
-                     _bytes(t["max_scratch_bytes"]), _bytes(t["macs"])] + [""] * (len(rows[0]) - 11))
+        rows.append(["all", "", "", "", _bytes(t["payload_bytes"]), _bytes(t["arena_bytes"]), "", "",
+                     _bytes(t["max_scratch_bytes"]), _bytes(t["macs"])] + [""] * (len(rows[0]) - 10))
         lines += _table(rows)
         lines += schedule_lines(parts)
         lines.append("  delegated ops: " + ops_line(m))
@@ -193,7 +192,7 @@ def schedule_lines(parts: list[dict]) -> list[str]:
     if all(not s["fused_regions"] for _, s in payloads):
         return ["  schedule: layer-by-layer" + (" (every partition)" if len(payloads) > 1 else "")]
     return [f"  schedule of partition {i}: {s['schedule']}; arena {s['arena_bytes']:,} B "
-            f"(layer-by-layer bound {s['arena_layer_bound']:,} B), {s['recompute_percent']:.2f}% of MACs recomputed"
+            f"(layer-by-layer bound {s['arena_layer_bound']:,} B)"
             for i, s in payloads]
 
 

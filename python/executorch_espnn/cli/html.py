@@ -80,16 +80,15 @@ def _method_html(name: str, m: dict, internal_ram: dict | None) -> str:
     rows = []
     for p in parts:
         s = p["payload"] or {}
-        recompute = f"{s['recompute_percent']:.2f}%" if s else "-"
         rows.append([p["index"], p["backend"], f"{p['num_inputs']}/{p['num_outputs']}", p["num_delegated_ops"],
                      _fmt(p["payload_bytes"]), _fmt(s.get("arena_bytes")), _fmt(s.get("arena_lower_bound")),
-                     _fmt(s.get("arena_layer_bound")), recompute, s.get("schedule", "-"),
+                     _fmt(s.get("arena_layer_bound")), s.get("schedule", "-"),
                      _fmt(s.get("scratch_bytes")), _fmt(s.get("macs")),
                      _fmt(s.get("s3_simd_macs")) if s and is_s3(s) else "-", s.get("target") or "default"])
     if rows:
         out.append(_table(["partition", "backend", "in/out", "delegated ops", "payload B", "arena B",
-                           "arena lower bound B", "layer-by-layer bound B", "recomputed MACs", "schedule",
-                           "scratch B", "MACs", "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 8, 10, 11, 12}))
+                           "arena lower bound B", "layer-by-layer bound B", "schedule",
+                           "scratch B", "MACs", "S3 SIMD MACs", "target"], rows, {0, 3, 4, 5, 6, 7, 9, 10, 11}))
         out.append("<h3>Delegated ops</h3>" + _table(["op", "count"], [[k, v] for k, v in m["delegated_ops"].items()],
                                                      {1}))
         if m["num_delegated_quant_ops"]:

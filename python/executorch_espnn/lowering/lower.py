@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .. import _native
 from ..compile_spec import CompileOptions
 from ..memory import memory_order
-from ..memory.schedule_search import Schedule, ScheduleError, choose_schedule
+from ..memory.schedule_search import Schedule, choose_schedule
 from .context import LowerContext
 from .graph import Subgraph, Unsupported, op_name
 from .registry import lookup
@@ -93,13 +93,12 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     ctx.op_nodes = [ctx.op_nodes[i] for i in order]
     # Layer by layer or fused band by band (compile specs "schedule" and
     # "arena_budget"). A budget no schedule meets raises ScheduleError, which
-    # is not a LoweringError: the partitioner must not quietly move the ops
-    # to the CPU instead of telling the user the smallest arena reachable.
+    # is neither a LoweringError nor a ValueError and passes through: the
+    # partitioner must not quietly move the ops to the CPU instead of telling
+    # the user the smallest arena reachable.
     try:
         schedule = choose_schedule(ctx.writer.arena_graph(), budget=ctx.options.arena_budget,
                                    mode=ctx.options.schedule)
-    except ScheduleError:
-        raise
     except ValueError:
         # The search parses the layer-by-layer program for its row geometry:
         # a program the parser refuses is a ParserRejection naming the node.

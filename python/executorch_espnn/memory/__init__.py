@@ -7,11 +7,11 @@ writes the offsets it is given."""
 
 from .arena_plan import ArenaPlan, plan_arena
 from .arena_rule import ArenaGraph, Liveness, OpIO, liveness
-from .band_schedule import (BandGraph, FusedRegion, RegionLayout, fusable_chains, fuse, is_fusable,
-                            recomputed_macs, region_layout)
+from .fused_regions import (BandGraph, FusedRegion, RegionLayout, RegionRefused, fusable_chains, fuse, is_fusable,
+                            region_layout)
 from .op_order import memory_order
 from .schedule_search import SCHEDULE_MODES, Schedule, ScheduleError, choose_schedule
 
 __all__ = ["SCHEDULE_MODES", "ArenaGraph", "ArenaPlan", "BandGraph", "FusedRegion", "Liveness", "OpIO",
-           "RegionLayout", "Schedule", "ScheduleError", "choose_schedule", "fusable_chains", "fuse", "is_fusable",
-           "liveness", "memory_order", "plan_arena", "recomputed_macs", "region_layout"]
+           "RegionLayout", "RegionRefused", "Schedule", "ScheduleError", "choose_schedule", "fusable_chains", "fuse",
+           "is_fusable", "liveness", "memory_order", "plan_arena", "region_layout"]

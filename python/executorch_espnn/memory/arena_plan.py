@@ -23,29 +23,25 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .arena_rule import ArenaGraph, Liveness, aligned, liveness
-from .band_schedule import fuse
+from .fused_regions import fuse
 
 
 @dataclass(frozen=True)
 class ArenaPlan:
     offsets: dict[int, int]  # arena tensor -> byte offset (staging tensors of regions included)
     arena_size: int  # bytes, ARENA_ALIGNMENT-aligned; the peak arena
-    # Fused regions (memory.band_schedule.RegionLayout), in op order; the
+    # Fused regions (memory.fused_regions.RegionLayout), in op order; the
     # writer writes them (BAND_LOOP ops, BANDED tensors, staging tensors).
     regions: tuple = ()
-
-    @property
-    def size(self) -> int:
-        return self.arena_size
 
 
 def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, int] | None = None,
                lv: Liveness | None = None) -> ArenaPlan:
     """Offsets for every arena tensor of ``g``.
 
-    ``regions``: memory.band_schedule.FusedRegion's to run band by band (op
+    ``regions``: memory.fused_regions.FusedRegion's to run band by band (op
     indices of ``g``, which has no BAND_LOOP ops); the plan is then for the
-    fused graph (band_schedule.fuse). ``pinned_offsets``: offsets the caller
+    fused graph (fused_regions.fuse). ``pinned_offsets``: offsets the caller
     fixed (tests that build a plan by hand); they must name ``g.pinned``.
     ``lv``: the liveness to plan by (default: the rule's); tests pass a
     different one to check the parser.

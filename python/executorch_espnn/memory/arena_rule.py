@@ -63,7 +63,7 @@ class ArenaGraph:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     pinned: frozenset[int] = field(default_factory=frozenset)
-    # Row geometry for fused regions (memory.band_schedule.BandGraph), when known.
+    # Row geometry for fused regions (memory.fused_regions.BandGraph), when known.
     bands: object | None = field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -83,8 +83,8 @@ class ArenaGraph:
     @classmethod
     def from_blob(cls, blob: bytes) -> "ArenaGraph":
         """From a blob, with the row geometry fused regions need."""
-        # lazy: band_schedule imports this module (a cycle)
-        from .band_schedule import BandGraph
+        # lazy: fused_regions imports this module (a cycle)
+        from .fused_regions import BandGraph
 
         bands = BandGraph(blob)
         g = cls.from_summary(bands.summary)

@@ -1,23 +1,38 @@
 """Schedule search: per partition, layer-by-layer or fused (band) execution.
 
-A *fused region* (memory.band_schedule.FusedRegion) runs a contiguous run of
+A *fused region* (memory.fused_regions.FusedRegion) runs a contiguous run of
 ops band by band, so the tensors inside it exist only as a few rows. It
 lowers the arena where those tensors are large; its band buffers and (in
-place) staging rows cost bytes of their own, and halo rows that
-neighbouring bands both need may be computed twice (recomputed MACs; the
-runtime of format version 2 keeps them, so that figure is 0 there, but the
-search does not assume it). This module picks the regions of one XTS3 graph:
+place) staging rows cost bytes of their own. This module picks the regions
+of one XTS3 graph by two costs, in this order:
+
+1. the planned arena (bytes), what the runtime allocates at init;
+2. the op invocations per inference: every op outside a region runs once, a
+   region runs its BAND_LOOP once and each of its ops once per band (the
+   number of bands is PlanRegion's, the runtime's band geometry).
+
+Why invocations, and not cycles or MACs: fused execution computes every
+output row exactly once (espnn/band_geometry.h proves it; fused_regions
+checks it on every region it lays out), so every schedule does the MACs of
+the graph and MACs cannot rank schedules. What a region adds is the fixed
+cost of an op call -- the interpreter's dispatch, the kernel's set-up, the
+band loop's row bookkeeping -- paid by each of its ops for each band. That
+cost in cycles depends on the op, the kernel and the chip, and nothing here
+measures it; the number of calls that pay it is exact from the band
+geometry. So at equal arena the search takes the taller bands and fewer
+fused ops.
 
 * ``mode="layer"``: no regions (every op runs on whole tensors);
 * ``mode="auto"`` (default): the smallest peak arena any schedule reaches,
-  and among the schedules that reach it the least recomputation, then the
+  and among the schedules that reach it the fewest op invocations, then the
   fewest regions; so ops are fused only where that lowers the peak, and a
   graph whose peak is set elsewhere (e.g. by its input and output) stays
   layer by layer;
 * ``mode="fused"``: the same peak, but every op of a fusable chain that can
-  be in a region is (fewest ops left layer by layer): the same arithmetic
-  band by band, so exactness tests use it to run as many regions as possible;
-* ``budget``: instead of the smallest peak, the least recomputation whose
+  be in a region is (fewest ops left layer by layer, then the fewest
+  invocations): the same arithmetic band by band, so exactness tests use it
+  to run as many regions as possible;
+* ``budget``: instead of the smallest peak, the fewest invocations whose
   peak fits in ``budget`` bytes (with auto: no regions at all when the
   layer-by-layer arena already fits); ``ScheduleError`` names the smallest
   peak reachable when none fits.
@@ -26,17 +41,18 @@ How: the arena is at least the bytes live at its busiest op step
 (memory.arena_rule). A region changes only the bytes live at its own steps
 (its band buffers live nowhere else; the tensors it reads and writes whole
 are the same at every other step), so each maximal fusable chain
-(band_schedule.fusable_chains) is split on its own, by dynamic programming
+(fused_regions.fusable_chains) is split on its own, by dynamic programming
 over its ops: each op either runs layer by layer (its step's bytes as they
 are) or starts a region of the next k ops (the region's busiest step, from
 the arena rule on the graph with that region fused, at the tallest band
-that fits). First the smallest reachable bound P*: every chain split to
-minimise its busiest step. Then, for the target T (P*, or the budget), every
-chain split for the least (recomputed MACs, regions) whose steps are all
-<= T. The planner's arena for the chosen regions (plan_arena) is what is
-reported and checked against the budget; where its packing ends above the
-bound (memory.arena_plan: not always avoidable), the search retries with a
-lower target.
+that fits: the fewest bands). First the smallest reachable bound P*: every
+chain split to minimise its busiest step. Then, for the target T (P*, or
+the budget), every chain split for the fewest (invocations, regions) whose
+steps are all <= T. The planner's arena for the chosen regions (plan_arena)
+is what is reported and checked against the budget; where its packing ends
+above the bound (memory.arena_plan: not always avoidable), the search
+retries with a lower target. A region the runtime would refuse
+(fused_regions.RegionRefused) is no candidate; any other error propagates.
 """
 
 from __future__ import annotations
@@ -47,7 +63,8 @@ from typing import Protocol, Sequence
 from .. import _native
 from .arena_plan import plan_arena
 from .arena_rule import ArenaGraph, liveness
-from .band_schedule import BandGraph, FusedRegion, fusable_chains, fuse, is_fusable, recomputed_macs
+from .fused_regions import (BandGraph, FusedRegion, RegionRefused, fusable_chains, fuse, is_fusable,
+                            region_layout)
 
 SCHEDULE_MODES = ("auto", "layer", "fused")
 
@@ -58,9 +75,11 @@ SCHEDULE_MODES = ("auto", "layer", "fused")
 BAND_HEIGHTS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128)
 
 
-class ScheduleError(ValueError):
+class ScheduleError(Exception):
     """No schedule of the requested mode fits the arena budget.
-    ``smallest_peak``: the least arena (bytes) the mode reaches."""
+    ``smallest_peak``: the least arena (bytes) the mode reaches. Not a
+    ValueError: the arguments were valid and the graph cannot meet them, so
+    no ``except ValueError`` meant for a refused value may take it for one."""
 
     def __init__(self, message: str, *, budget: int, smallest_peak: int):
         super().__init__(message)
@@ -73,17 +92,12 @@ class Schedule:
     """The regions chosen for one graph and what they cost."""
 
     mode: str  # the mode asked for (SCHEDULE_MODES)
-    regions: tuple  # memory.band_schedule.FusedRegion, in op order; () = layer by layer
+    regions: tuple  # memory.fused_regions.FusedRegion, in op order; () = layer by layer
     peak: int  # planned arena with these regions, bytes
     layer_peak: int  # planned arena layer by layer, bytes
     layer_bound: int  # lower bound of any layer-by-layer plan's arena (none is smaller), bytes
-    recomputed_macs: int  # halo MACs computed more than once
-    total_macs: int  # MACs of the graph layer by layer (0 when there are no regions: nothing to compare)
+    invocations: int  # op invocations per inference (module doc); layer by layer: the number of ops
     budget: int | None = None
-
-    @property
-    def recompute_pct(self) -> float:
-        return 100.0 * self.recomputed_macs / self.total_macs if self.total_macs else 0.0
 
     @property
     def description(self) -> str:
@@ -91,7 +105,7 @@ class Schedule:
         if not self.regions:
             return f"layer-by-layer, peak {self.peak:,} B"
         return (f"{regions_text(self.regions)}, peak {self.peak:,} B (layer-by-layer {self.layer_peak:,} B), "
-                f"recompute {self.recompute_pct:.2f}% of MACs")
+                f"{self.invocations:,} op invocations")
 
 
 def regions_text(regions) -> str:
@@ -105,17 +119,16 @@ def regions_text(regions) -> str:
 
 class BandCosts(Protocol):
     """What the search needs to know about a graph (``GraphCosts`` asks
-    memory.band_schedule; the unit tests give synthetic costs)."""
+    memory.fused_regions; the unit tests give synthetic costs)."""
 
     def chains(self) -> Sequence[tuple[int, int]]: ...  # maximal (first_op, num_ops) fusable runs
     def fusable(self, first_op: int, num_ops: int) -> bool: ...  # may these ops form a region?
     def output_rows(self, first_op: int, num_ops: int) -> int: ...  # output rows of the region's last op
     def step_bytes(self) -> list[int]: ...  # bytes live at each op step, layer by layer
     def input_bytes(self) -> int: ...  # bytes live before op 0 (the graph inputs)
-    def region_peak(self, region) -> int: ...  # bytes live at the region's busiest step; ValueError if refused
-    def peak(self, regions: tuple) -> int: ...  # planned arena; ValueError for a region the rule refuses
-    def recomputed(self, regions: tuple) -> int: ...  # recomputed halo MACs
-    def total_macs(self) -> int: ...
+    def region_peak(self, region) -> int: ...  # bytes live at the region's busiest step; RegionRefused
+    def peak(self, regions: tuple) -> int: ...  # planned arena; RegionRefused for a region the runtime refuses
+    def num_bands(self, region) -> int: ...  # bands the runtime runs the region in
     def layer_bound(self) -> int: ...
     def region(self, first_op: int, num_ops: int, band_rows: int, in_place: bool): ...  # a FusedRegion
     def may_be_in_place(self, first_op: int, num_ops: int) -> bool: ...
@@ -124,13 +137,14 @@ class BandCosts(Protocol):
 @dataclass
 class GraphCosts:
     """BandCosts of an ArenaGraph that carries its band geometry
-    (Xts3Writer.arena_graph, ArenaGraph.from_blob): memory.band_schedule
+    (Xts3Writer.arena_graph, ArenaGraph.from_blob): memory.fused_regions
     (the C++ parser's region rules and row arithmetic, through the binding)
     and plan_arena."""
 
     graph: ArenaGraph
     _peaks: dict = field(default_factory=dict)
     _fusable: dict = field(default_factory=dict)
+    _num_bands: dict = field(default_factory=dict)
 
     def chains(self):
         return fusable_chains(self.graph)
@@ -146,19 +160,17 @@ class GraphCosts:
         return self.graph.bands.shape(self.graph.ops[first_op + num_ops - 1].outputs[0])[1]
 
     def peak(self, regions):
+        # Only arenas are remembered: a refused set of regions raises
+        # RegionRefused every time it is asked for.
         key = tuple(sorted(regions, key=lambda r: r.first_op))
         if key not in self._peaks:
-            try:
-                self._peaks[key] = plan_arena(self.graph, key).arena_size
-            except ValueError as e:
-                self._peaks[key] = e
-        result = self._peaks[key]
-        if isinstance(result, ValueError):
-            raise result
-        return result
+            self._peaks[key] = plan_arena(self.graph, key).arena_size
+        return self._peaks[key]
 
-    def recomputed(self, regions):
-        return recomputed_macs(self.graph, tuple(regions))[0]
+    def num_bands(self, region):
+        if region not in self._num_bands:
+            self._num_bands[region] = region_layout(self.graph, region).num_bands
+        return self._num_bands[region]
 
     def step_bytes(self) -> list[int]:
         lv = liveness(self.graph)
@@ -175,9 +187,6 @@ class GraphCosts:
         lv = liveness(fused)
         steps = range(region.first_op, region.first_op + region.num_ops + 1)
         return max(lv.class_bytes(lv.live_at(s)) for s in steps)
-
-    def total_macs(self):
-        return recomputed_macs(self.graph, ())[1]
 
     def layer_bound(self):
         return liveness(self.graph).lower_bound()
@@ -215,8 +224,19 @@ def choose_schedule(graph: ArenaGraph, *, budget: int | None = None, mode: str =
 def _schedule(costs: BandCosts, mode: str, regions: tuple, layer_peak: int, budget: int | None) -> Schedule:
     regions = tuple(sorted(regions, key=lambda r: r.first_op))
     return Schedule(mode=mode, regions=regions, peak=costs.peak(regions), layer_peak=layer_peak,
-                    layer_bound=costs.layer_bound(), recomputed_macs=costs.recomputed(regions) if regions else 0,
-                    total_macs=costs.total_macs() if regions else 0, budget=budget)
+                    layer_bound=costs.layer_bound(), invocations=invocations(costs, regions), budget=budget)
+
+
+def invocations(costs: BandCosts, regions) -> int:
+    """Op invocations per inference of the graph with ``regions`` fused:
+    every op once, and what each region adds (_extra_calls)."""
+    return len(costs.step_bytes()) + sum(_extra_calls(costs, r) for r in regions)
+
+
+def _extra_calls(costs: BandCosts, region) -> int:
+    """The invocations ``region`` adds to running its ops layer by layer:
+    its BAND_LOOP, and each of its ops once more per band after the first."""
+    return 1 + region.num_ops * (costs.num_bands(region) - 1)
 
 
 def _check_budget(s: Schedule, budget: int | None, smallest: int | None = None) -> Schedule:
@@ -247,8 +267,8 @@ class _Chains:
         if key not in self._peaks:
             try:
                 self._peaks[key] = self.costs.region_peak(self.costs.region(first, num, rows, in_place))
-            except ValueError:
-                self._peaks[key] = None
+            except RegionRefused:
+                self._peaks[key] = None  # not a candidate (e.g. in place where its input is read later)
         return self._peaks[key]
 
     def options(self, first: int, num: int) -> list[bool]:
@@ -266,8 +286,9 @@ class _Chains:
         return min(peaks) if peaks else None
 
     def fitting_region(self, first: int, num: int, target: int):
-        """(recomputed MACs, region) of the tallest band of these ops whose
-        busiest step is <= target (in place only where that is needed), or None."""
+        """(invocations it adds, region) of the tallest band (the fewest
+        bands) of these ops whose busiest step is <= target (in place only
+        where that is needed), or None."""
         for ip in self.options(first, num):
             hs = self.heights(first, num)
             if (p := self.region_peak(first, num, hs[0], ip)) is None or p > target:
@@ -281,7 +302,7 @@ class _Chains:
                 else:
                     hi = mid - 1
             r = self.costs.region(first, num, hs[lo], ip)
-            return self.costs.recomputed((r,)), r
+            return _extra_calls(self.costs, r), r
         return None
 
     def min_bottleneck(self, chain) -> int:
@@ -304,12 +325,13 @@ class _Chains:
 
     def split(self, chain, target: int, *, fuse_all: bool):
         """The regions of the cheapest split of ``chain`` whose steps all fit
-        ``target``: least (recomputed MACs, regions) -- with ``fuse_all``,
-        least (recomputed MACs, ops left layer by layer, regions) -- or None."""
+        ``target``: least (invocations, regions, ops left layer by layer) --
+        with ``fuse_all``, least (ops left layer by layer, invocations,
+        regions) -- or None."""
         first, n = chain
 
-        def rank(key):  # key = (recomputed MACs, ops left layer by layer, regions)
-            return key if fuse_all else (key[0], key[2], key[1])
+        def rank(key):  # key = (invocations added by regions, ops left layer by layer, regions)
+            return (key[1], key[0], key[2]) if fuse_all else (key[0], key[2], key[1])
 
         best: list = [((0, 0, 0), ())] + [None] * n
         for p in range(n):
@@ -369,18 +391,18 @@ def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) ->
             if all(s is not None for s in splits):
                 regions = tuple(r for s in splits for r in s)
                 if regions not in found:
-                    found[regions] = (costs.peak(regions), costs.recomputed(regions) if regions else 0)
+                    found[regions] = (costs.peak(regions), invocations(costs, regions))
         smallest = min((p for p, _ in found.values()), default=None)
         if smallest is None or smallest <= goal or target <= floor:
             break
         target = max(floor, target - (smallest - goal))
-    if budget is None:  # the smallest arena, then the least recomputation, then the fewest regions
+    if budget is None:  # the smallest arena, then the fewest invocations, then the fewest regions
         key = lambda item: (item[1][0], item[1][1], len(item[0]))  # noqa: E731
-    else:  # the least recomputation that fits, then the fewest regions (none fits: the smallest arena)
+    else:  # the fewest invocations that fit, then the fewest regions (none fits: the smallest arena)
         def key(item):
-            regions, (peak, recomputed) = item
+            regions, (peak, calls) = item
             fits = peak <= budget
-            return (not fits, recomputed if fits else peak, len(regions), peak)
+            return (not fits, calls if fits else peak, len(regions), peak)
     regions, (peak, _) = min(found.items(), key=key) if found else ((), (layer_peak, 0))
     best = (peak, regions)
     if mode == "auto" and best[0] >= layer_peak:
@@ -407,22 +429,16 @@ def payload_schedule(blob: bytes) -> dict:
     """What a payload's schedule is and costs, read from the payload with
     the native parser: the report's per-partition figures
     (docs/report-schema.json, payload): ``arena_layer_bound`` (no
-    layer-by-layer plan of this op order is smaller), ``recomputed_macs`` and
-    ``recompute_percent`` (halo MACs of the fused regions), ``schedule``
-    (one line) and ``fused_regions``."""
-    graph, regions = _graph_and_regions(BandGraph(bytes(blob)))
+    layer-by-layer plan of this op order is smaller), ``schedule`` (one
+    line) and ``fused_regions``."""
+    graph, regions = payload_regions(BandGraph(bytes(blob)))
     bound = liveness(graph).lower_bound()
-    recomputed = total = 0
-    if regions:
-        recomputed, total = recomputed_macs(graph, regions)
-    return {"arena_layer_bound": bound, "recomputed_macs": recomputed,
-            "recompute_percent": round(100.0 * recomputed / total, 4) if total else 0.0,
-            "schedule": regions_text(regions),
+    return {"arena_layer_bound": bound, "schedule": regions_text(regions),
             "fused_regions": [{"first_op": r.first_op, "num_ops": r.num_ops, "band_rows": r.band_rows,
                                "in_place": bool(r.in_place)} for r in regions]}
 
 
-def _graph_and_regions(payload: BandGraph) -> tuple[ArenaGraph, tuple]:
+def payload_regions(payload: BandGraph) -> tuple[ArenaGraph, tuple]:
     """The payload's layer-by-layer graph (BAND_LOOP ops taken out, BANDED
     tensors at their whole size, the band geometry of the remaining ops) and
     its fused regions on that graph's op indices."""

@@ -51,8 +51,6 @@ class PayloadSummary:
     arena_bytes: int  # activation arena the payload plans (allocated at init)
     arena_lower_bound: int  # no accepted plan of this op order (and these fused regions) is smaller
     arena_layer_bound: int  # the same for a layer-by-layer plan of this op order (no fused regions)
-    recomputed_macs: int  # MACs the fused regions compute more than once (halo rows)
-    recompute_percent: float  # recomputed_macs / layer-by-layer MACs, in %
     schedule: str  # one line: layer-by-layer, or the fused regions and their cost
     fused_regions: list[dict]  # first_op, num_ops, band_rows, in_place of each fused region
     scratch_bytes: int  # ESP-NN scratch of this build (0 for the host's ANSI kernels)

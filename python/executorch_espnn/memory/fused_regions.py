@@ -24,8 +24,15 @@ from functools import cached_property
 from typing import Callable, Sequence
 
 from .. import _native
-from ..macs import op_macs
 from .arena_rule import ArenaGraph, OpIO, liveness
+
+
+class RegionRefused(Exception):
+    """The runtime would refuse this fused region: its ops cannot run band by
+    band (the parser's region rules), its band height is not positive, or it
+    cannot be in place. A candidate the schedule search drops, not a bad
+    value: deliberately not a ValueError, so that no ``except ValueError``
+    meant for malformed input takes it for one (or the other way round)."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +50,8 @@ class FusedRegion:
 
 class BandGraph:
     """What fusion needs beyond the arena rule's view, read from a parsed
-    layer-by-layer blob: tensor shapes, dtypes and flags, each op's row
-    windows (``Program.band_support``) and MACs. ``source`` returns the blob
+    layer-by-layer blob: tensor shapes, dtypes and flags and each op's row
+    windows (``Program.band_support``). ``source`` returns the blob
     (called once, when first needed)."""
 
     def __init__(self, source: Callable[[], bytes] | bytes):
@@ -84,14 +91,6 @@ class BandGraph:
     def row_bytes(self, t: int) -> int:
         s = self.shape(t)
         return s[2] * s[3]
-
-    @cached_property
-    def macs(self) -> list[int]:
-        return [op_macs(self.summary, op) for op in self.summary["ops"]]
-
-
-def with_bands(g: ArenaGraph, bands: BandGraph) -> ArenaGraph:
-    return replace(g, bands=bands)
 
 
 def _bands(g: ArenaGraph) -> BandGraph:
@@ -184,34 +183,54 @@ def fusable_chains(g: ArenaGraph) -> list[tuple[int, int]]:
 @dataclass(frozen=True)
 class RegionLayout:
     """A region as the writer writes it: BANDED tensors with their rows, the
-    staging tensor (in place only, appended after the graph's tensors) and
-    the rows each op computes over all bands."""
+    staging tensor (in place only, appended after the graph's tensors), the
+    rows each op computes over all bands (none twice: _check_computed_once)
+    and the number of bands the runtime runs."""
 
     region: FusedRegion
     banded_rows: dict[int, int]
     staging: int | None
     staging_shape: tuple[int, int] | None
     computed_rows: tuple[int, ...]
+    num_bands: int
 
 
 def region_layout(g: ArenaGraph, r: FusedRegion, staging_index: int | None = None) -> RegionLayout:
+    """The layout of region ``r`` of ``g``; RegionRefused where the runtime
+    would refuse it."""
     d = _describe(g, r.first_op, r.num_ops)
     if d is None:
-        raise ValueError(f"ops {r.first_op}..{r.first_op + r.num_ops - 1} cannot form a fused region")
+        raise RegionRefused(f"ops {r.first_op}..{r.first_op + r.num_ops - 1} cannot form a fused region")
     if r.band_rows < 1:
-        raise ValueError("band_rows must be >= 1")
+        raise RegionRefused("band_rows must be >= 1")
     x = d.ops[0][1][0][0] if r.in_place else -1
     plan = _native.plan_band_region(list(d.ops), list(d.heights), r.band_rows, x)
     out_local = d.ops[-1][0]
+    _check_computed_once(r, plan["computed"], [d.heights[out] for out, _ in d.ops])
     banded = {d.tensors[op[0]]: plan["capacity"][op[0]] for op in d.ops if op[0] != out_local}
     staging_shape = None
     if r.in_place:
         xt, yt = d.tensors[x], d.tensors[out_local]
         if _bands(g).shape(xt) != _bands(g).shape(yt):
-            raise ValueError(f"in-place region at op {r.first_op}: output shape differs from its input's")
+            raise RegionRefused(f"in-place region at op {r.first_op}: output shape differs from its input's")
         staging_shape = (plan["staging_rows"], _bands(g).row_bytes(yt))
     return RegionLayout(r, banded, staging_index if r.in_place else None, staging_shape,
-                        tuple(plan["computed"]))
+                        tuple(plan["computed"]), plan["num_bands"])
+
+
+def _check_computed_once(r: FusedRegion, computed: Sequence[int], out_rows: Sequence[int]) -> None:
+    """No op of a region computes a row twice over all bands (at most its
+    output's rows: an inner op may skip trailing rows no later op reads),
+    and the region computes every row of its output. band_geometry.h proves
+    the first (a band keeps the rows the previous one computed), so fused
+    execution does no more MACs than layer-by-layer execution and the
+    schedule search has no recomputation to weigh. Checked here, on
+    PlanRegion's count, for every region laid out: a failure is a bug in the
+    band geometry, not a cost."""
+    twice = [i for i, (c, h) in enumerate(zip(computed, out_rows)) if c > h]
+    if twice or computed[-1] != out_rows[-1]:
+        raise AssertionError(f"fused region at op {r.first_op} x{r.band_rows} rows: its bands compute "
+                             f"{list(computed)} rows of its ops' outputs, which have {list(out_rows)}")
 
 
 def fuse(g: ArenaGraph, regions: Sequence[FusedRegion]) -> tuple[ArenaGraph, tuple[RegionLayout, ...]]:
@@ -246,23 +265,6 @@ def fuse(g: ArenaGraph, regions: Sequence[FusedRegion]) -> tuple[ArenaGraph, tup
             step = [k for k, op in enumerate(fused.ops) if op.name == "BAND_LOOP"][layouts.index(lay)]
             x, y = fused.ops[step + 1].inputs[0], fused.ops[step + lay.region.num_ops].outputs[0]
             if lv.root.get(x) != lv.root.get(y):
-                raise ValueError(f"in-place region at op {lay.region.first_op}: its input is still "
+                raise RegionRefused(f"in-place region at op {lay.region.first_op}: its input is still "
                                  "needed after the region (or is a graph output)")
     return fused, tuple(layouts)
-
-
-def recomputed_macs(g: ArenaGraph, regions: Sequence[FusedRegion]) -> tuple[int, int]:
-    """(MACs the fused schedule computes beyond layer-by-layer execution,
-    layer-by-layer MACs). A band computes only rows no earlier band did, so
-    the first is 0 by construction; it is measured from PlanRegion's
-    computed rows, not assumed."""
-    b = _bands(g)
-    total = sum(b.macs)
-    extra = 0
-    for r in regions:
-        lay = region_layout(g, r)
-        for k, rows in enumerate(lay.computed_rows):
-            i = r.first_op + k
-            out_h = b.shape(g.ops[i].outputs[0])[1]
-            extra += (rows - out_h) * b.macs[i] // out_h
-    return extra, total
