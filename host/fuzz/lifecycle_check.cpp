@@ -109,8 +109,11 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(m);
   uint8_t* arena = (uint8_t*)AllocAligned(req.arena_bytes);
   uint8_t* scratch = (uint8_t*)AllocAligned(req.scratch_bytes);
+  uint8_t* persistent = (uint8_t*)AllocAligned(req.persistent_bytes);
   espnn::Status s;
-  unsigned long n = Counted([&] { s = it->Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes); });
+  unsigned long n = Counted([&] {
+    s = it->Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent, req.persistent_bytes);
+  });
   CHECK(s.ok(), "%s: init: %s", path, s.message());
   CHECK(n == 0, "%s: %lu allocations in Init", path, n);
   uint64_t h = 0;
@@ -125,6 +128,7 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   if (!leak) {
     free(arena);
     free(scratch);
+    free(persistent);
     for (uint8_t* p : external) free(p);
   }
   return h;
