@@ -202,3 +202,25 @@ def random_graph(seed: int, num_ops: int = 8) -> Xts3Writer:
     w.set_inputs([x])
     w.set_outputs(list(dict.fromkeys(outputs)))
     return w
+
+
+def region_at_limits(h: int = 8, wd: int = 4, c: int = 4, seed: int = 0) -> tuple[Xts3Writer, int, int]:
+    """A graph whose ops first .. first+num-1 form a region at the format's
+    limits, kMaxRegionOps ops and kMaxRegionTensors tensors: a 3x3 depthwise,
+    then ADDs each of another region input (LUTs of the graph input, before
+    the region). Returns (writer, first, num)."""
+    from executorch_espnn import _native
+
+    num = _native.LIMITS["max_region_ops"]
+    assert _native.LIMITS["max_region_tensors"] == 1 + num + (num - 1)  # x, the outputs, the other inputs
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    shape = (1, h, wd, c)
+    x = w.tensor(list(shape), scale=S, zero_point=Z)
+    others = [lut(w, rng, x, shape) for _ in range(num - 1)]
+    t, _ = conv(w, rng, x, shape, depthwise=True, k=3, stride=1, dil=1, pad=1)
+    for u in others:
+        t = add(w, t, u, shape)
+    w.set_inputs([x])
+    w.set_outputs([t])
+    return w, num - 1, num

@@ -15,6 +15,13 @@
 // pads, and ESP-NN's scratch sizes grow with the image, so that covers every
 // band (on the host's ANSI stand-in the scratch is 0 anyway).
 //
+// Description: the region rules are stated once, in DescribeRegionOps and
+// the checks beside it. The parser runs them on every BAND_LOOP
+// (CheckRegions), the Python planner on a candidate run of ops before any
+// BAND_LOOP exists (DescribeCandidate, through the binding), and
+// Interpreter::Init once more to keep each region's description in its
+// persistent memory (DescribeRegions); EvalBandLoop only reads that.
+//
 // Buffers: a region input is a full tensor; a BANDED tensor is a buffer of
 // `capacity` rows holding rows [lo, hi) of the tensor (row lo first); when
 // the next band needs rows [lo', hi'), rows [lo', hi) are moved to the front
