@@ -197,6 +197,21 @@ int main(int argc, char** argv) {
         free(arena);
         free(scratch);
       }
+      // Nor too little room for the fused regions' descriptions.
+      if (req.persistent_bytes > 0) {
+        espnn::Interpreter it;
+        uint8_t* arena = (uint8_t*)AllocAligned(req.arena_bytes);
+        uint8_t* scratch = (uint8_t*)AllocAligned(req.scratch_bytes);
+        uint8_t* persistent = (uint8_t*)AllocAligned(req.persistent_bytes);
+        s = it.Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent,
+                    req.persistent_bytes - 1);
+        CHECK(!s.ok() && !it.initialized(), "%s: init accepted too little persistent memory", argv[a]);
+        s = it.Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes);
+        CHECK(!s.ok() && !it.initialized(), "%s: init accepted no persistent memory", argv[a]);
+        free(arena);
+        free(scratch);
+        free(persistent);
+      }
       uint64_t want = 0;
       for (int c = 0; c < cycles; ++c) {
         espnn::Interpreter fresh;

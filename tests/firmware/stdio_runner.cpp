@@ -189,7 +189,8 @@ int StackProbe(const char* path) {
                 req.persistent_bytes);
   uint32_t used = 0;
   if (s.ok()) {
-    for (uint32_t i = 0; i < it.num_inputs(); ++i) memset(it.input_data(i), 0, it.input_info(i).nbytes);
+    for (uint32_t i = 0; i < it.num_inputs(); ++i)  // (an EXTERNAL input stays unbound: Invoke says so)
+      if (it.input_data(i) != nullptr) memset(it.input_data(i), 0, it.input_info(i).nbytes);
     used = InvokeStackBytes(it, &s);
   }
   if (s.ok())
