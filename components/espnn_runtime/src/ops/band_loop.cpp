@@ -159,11 +159,18 @@ Status LocalTensor(Region* r, uint16_t t, uint32_t* local) {
 // writer would flag them. Every rule below asks this, never the flag.
 struct Banded {
   const Model& m;
-  uint32_t candidate_first, candidate_num;  // candidate_num 0: read the flag
+  bool candidate = false;
+  uint32_t num = 0;
+  uint16_t outputs[kMaxRegionOps];  // a candidate's: of all but its last op
+
+  explicit Banded(const Model& model) : m(model) {}
+  Banded(const Model& model, uint32_t first, uint32_t n) : m(model), candidate(true) {
+    for (uint32_t i = first; i + 1 < first + n; ++i) outputs[num++] = m.op(i).outputs[0];
+  }
   bool operator()(uint16_t t) const {
-    if (candidate_num == 0) return (m.tensor(t).flags & kTensorFlagBanded) != 0;
-    for (uint32_t i = candidate_first; i + 1 < candidate_first + candidate_num; ++i)
-      if (m.op(i).outputs[0] == t) return true;
+    if (!candidate) return (m.tensor(t).flags & kTensorFlagBanded) != 0;
+    for (uint32_t i = 0; i < num; ++i)
+      if (outputs[i] == t) return true;
     return false;
   }
 };
@@ -318,7 +325,7 @@ Status DescribeRegion(const Model& m, uint32_t loop_index, Region* r) {
   r->staging = loop.num_outputs == 1 ? loop.outputs[0] : kNoTensor;
   r->desc.num_ops = r->num_ops;
   r->desc.num_tensors = 0;
-  return DescribeRegionOps(m, Banded{m, 0, 0}, r);
+  return DescribeRegionOps(m, Banded(m), r);
 }
 
 Status DescribeCandidate(const Model& m, uint32_t first, uint32_t num, bool in_place, Region* r) {
@@ -326,7 +333,7 @@ Status DescribeCandidate(const Model& m, uint32_t first, uint32_t num, bool in_p
     return ops::Fail("num_ops = %u out of range [1, %u]", (unsigned)num, (unsigned)kMaxRegionOps);
   if (first >= m.num_ops() || num > m.num_ops() - first)
     return ops::Fail("ops %u..%u run past the last op", (unsigned)first, (unsigned)(first + num - 1));
-  const Banded is_banded{m, first, num};
+  const Banded is_banded(m, first, num);  // (num checked above)
   r->loop = kNotInRegion;
   r->first_op = first;
   r->num_ops = num;
@@ -343,7 +350,7 @@ Status DescribeCandidate(const Model& m, uint32_t first, uint32_t num, bool in_p
 }
 
 Status CheckRegions(const Model& m) {
-  const Banded by_flag{m, 0, 0};
+  const Banded by_flag(m);
   for (uint32_t i = 0; i < m.num_ops(); ++i) {
     const OpInfo op = m.op(i);
     if (op.opcode == Opcode::BAND_LOOP) {
