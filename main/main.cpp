@@ -22,6 +22,7 @@
 #include "espnn/bundle_runner.h"
 #include "espnn/platform.h"
 #include "espnn/pte_suite.h"
+#include "espnn/result_line.h"
 #include "freertos/FreeRTOS.h"
 #include "freertos/task.h"
 #include "sdkconfig.h"
@@ -49,17 +50,15 @@ constexpr esp_partition_type_t kBundlePartitionType = (esp_partition_type_t)0x40
 // the partition, reserving the bundle-mode pool. (Not in .pte mode with an
 // embedded suite, where an unused function would be a warning.)
 #if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION || !CONFIG_ESPNN_RUNNER_MODE_PTE
+void BundleError(const char* msg) {
+  espnn::bundle::PalRunnerPlatform console{PalPlatformConfig()};
+  espnn::bundle::RunSummary rejected;
 #if CONFIG_ESPNN_RUNNER_MODE_PTE
-void BundleError(const char* msg) {
-  printf("ESPNN_SUITE_ERROR v=1 msg=%s\nESPNN_END v=1 mode=pte cases=0 passed=0 failed=1\n", msg);
-  fflush(stdout);
-}
+  espnn::runner::PteModeReport(console).Rejected(msg, &rejected);
 #else
-void BundleError(const char* msg) {
-  printf("ESPNN_BUNDLE_ERROR v=1 msg=%s\nESPNN_END v=1 cases=0 passed=0 failed=1\n", msg);
-  fflush(stdout);
-}
+  espnn::runner::BundleModeReport(console).Rejected(msg, &rejected);
 #endif
+}
 #endif
 
 #if CONFIG_ESPNN_RUNNER_BUNDLE_PARTITION

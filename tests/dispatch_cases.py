@@ -1,8 +1,9 @@
-"""One small single-op XTS3 graph per branch of analysis/s3_dispatch.py.
+"""One small single-op XTS3 graph per branch of the runtime's S3 routing.
 
-``python/executorch_espnn/analysis/s3_dispatch.py`` (``RULES``) says, per op,
-which ESP-NN code path an optimized ESP32-S3 build takes, and whether that
-path is SIMD. It is a static table; these cases are what it is measured
+The runtime's route description (components/espnn_runtime/src/ops/s3_route.h,
+read through ``analysis/s3_dispatch.py``) says, per op, which ESP-NN code
+path an optimized ESP32-S3 build takes, and whether that path is SIMD. It is
+a static statement; these cases are what it is measured
 against: tools/device-evidence/collect.py (suite ``s3_dispatch``) and the
 QEMU tests in tests/idf run each case on an emulated ESP32-S3 built twice
 (ESP-NN optimized and ESP-NN ANSI C) and compare guest instructions per run.
@@ -13,9 +14,9 @@ instructions; one it calls scalar about the same.
 can return; for CONV2D each dense kernel unstaged plus the staged route by
 dilation phases and by groups). :func:`expected_kernels` is not a second
 table: it runs every case's model through ``payload_metrics``, i.e. through
-``RULES`` itself, so a case whose geometry stops reaching its branch is seen
-by tests/device/test_dispatch_cases.py (which also checks that every
-``S3Path`` kernel in the source has a case).
+the runtime's routing itself, so a case whose geometry stops reaching its
+branch is seen by tests/device/test_dispatch_cases.py (which also checks that
+every kernel the routing lists has a case).
 
 Sizes: a few hundred thousand MACs (or some thousand elements) at most per
 case, so a case runs quickly under the emulator, but large enough that the
@@ -29,7 +30,7 @@ covered by other branches, so the coverage test needs no exclusion for
 them):
 
 * CONV2D / DEPTHWISE_CONV2D "image pointers not 16-byte aligned -> ANSI"
-  (``_images_aligned`` == 0): arena offsets are 16-byte aligned (the writer
+  (no image aligned): arena offsets are 16-byte aligned (the writer
   and parser refuse anything else), so image 0 is always aligned and the
   share is at least 1/batch. The ``*_misaligned_images_half`` cases (batch
   2, per-image bytes not a multiple of 16) take the mixed route instead:

@@ -27,6 +27,9 @@ using namespace espnn::xts3;
 
 void bind_espnn_kernels(py::module_& m);        // kernels_binding.cpp
 void bind_container_constants(py::module_& m);  // container_constants.cpp
+// s3_routes_binding.cpp: the ESP32-S3 route of each op of a program, and the routing's module functions.
+py::list S3OpRoutes(const Model& model, uint8_t* arena);
+void bind_s3_routes(py::module_& m);
 
 namespace {
 
@@ -167,8 +170,12 @@ class Program {
     d["ops"] = ops;
     d["inputs"] = inputs;
     d["outputs"] = outputs;
+    d["s3_routes"] = OpRoutes();
     return d;
   }
+
+  // Per op, how an optimized ESP32-S3 build routes it (s3_routes_binding.cpp).
+  py::list OpRoutes() const { return S3OpRoutes(model_, arena_->data()); }
 
   // Per op: how it reads rows if it can run in a fused region (ops/band_loop.cpp
   // DescribeOp), as [(input slot, stride, pad, extent), ...], else None.
@@ -391,6 +398,9 @@ PYBIND11_MODULE(_native, m) {
                              "Bytes of the fused regions' descriptions Interpreter::Init keeps (0 "
                              "without BAND_LOOP).")
       .def("summary", &Program::Summary)
+      .def("op_routes", &Program::OpRoutes,
+           "Per op: how an optimized ESP32-S3 build routes it, as the runtime's kernels decide "
+           "(src/ops/s3_route.h): {simd, simd_fraction, kernel, reason}. Also the summary's 's3_routes'.")
       .def("band_support", &Program::BandSupport,
            "Per op: [(input slot, stride, pad, extent), ...] of the rows it reads if it can run in a "
            "fused region (BAND_LOOP), else None.")
@@ -471,4 +481,5 @@ PYBIND11_MODULE(_native, m) {
 
   BindRegionCandidates(m, program);
   bind_espnn_kernels(m);
+  bind_s3_routes(m);
 }

@@ -1,6 +1,6 @@
 """Regenerates the checked-in seed corpora of the fuzz targets:
 
-    PYTHONPATH=<dir with executorch_espnn and its _native> python host/fuzz/make_corpus.py
+    PYTHONPATH=<dir with executorch_espnn and its _native> python host/fuzz/make_corpus.py [--out DIR]
 
 host/fuzz/corpus/run/    accepted graphs small enough for fuzz_run (arena and
                          scratch <= 256 KiB): the graphs of tests/op_corpus.py
@@ -17,13 +17,15 @@ host/fuzz/corpus/parse/  the same, plus the hand-built rejected blobs of
 The single-op graphs are collected by running tests/ops under pytest with
 _native.Program wrapped to record every blob it is given. The output is
 deterministic (fixed test seeds, sorted selection); the script replaces the
-directories' contents.
+directories' contents. `--out DIR` writes DIR/run and DIR/parse instead
+(tests/hardening/test_fuzz_seeds.py compares the checked-in seeds with what
+`seeds()` makes now).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
-import shutil
 import sys
 from pathlib import Path
 
@@ -37,6 +39,7 @@ MAX_SEED_BYTES = 4096
 sys.path.insert(0, str(REPO / "tests"))
 
 import pytest  # noqa: E402
+from corpus_dirs import replace_corpora  # noqa: E402  (host/fuzz, the script's own directory)
 
 from executorch_espnn import _native  # noqa: E402
 
@@ -99,14 +102,17 @@ def _single_op_graphs() -> list[tuple[str, bytes]]:
     return out
 
 
-def main() -> None:
+def seeds(single_op: bool = True) -> dict[str, dict[str, bytes]]:
+    """Target -> {file name: blob}; `single_op=False` leaves out the
+    single-op graphs of tests/ops (collecting them runs all of tests/ops)."""
     import op_corpus
     import xts3_mutations as xm
     from hardening import regression_blobs
 
     accepted = [(f"graph_{n}", b) for n, b in op_corpus.op_graphs()]
     accepted += [(f"valid_{v.name}", v.blob) for v in xm.valid_blobs()]
-    accepted += _single_op_graphs()
+    if single_op:
+        accepted += _single_op_graphs()
     accepted += [(f"accept_{c.defect}_{c.name}", c.blob) for c in regression_blobs.cases()
                  if c.expect is None and len(c.blob) <= MAX_SEED_BYTES]
     for name, blob in accepted:
@@ -118,15 +124,17 @@ def main() -> None:
                         if c.expect is not None and len(c.blob) <= MAX_SEED_BYTES), key=lambda c: (len(c.blob), c.name))
         rejected += [(f"reject_{defect}_{c.name}", c.blob) for c in small[:REJECTED_PER_CLASS]]
 
-    corpora = {"run": accepted, "parse": accepted + rejected}
-    for target, items in corpora.items():
-        d = CORPUS / target
-        shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
-        for name, blob in items:
-            (d / f"{name}.xts3").write_bytes(blob)
-        print(f"{d.relative_to(REPO)}: {len(items)} files, {sum(len(b) for _, b in items)} bytes")
+    return {"run": _files(accepted), "parse": _files(accepted + rejected)}
 
+
+def _files(items: list[tuple[str, bytes]]) -> dict[str, bytes]:
+    return {f"{name}.xts3": blob for name, blob in items}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Regenerates the fuzz_parse and fuzz_run seed corpora.")
+    ap.add_argument("--out", type=Path, default=CORPUS, help="directory of the run/ and parse/ corpora")
+    replace_corpora(ap.parse_args(argv).out, seeds())
 
 if __name__ == "__main__":
     main()

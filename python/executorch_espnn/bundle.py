@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import struct
 import sys
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -32,6 +30,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import _native
+from .container import ContainerWriter, check_cases, unseal
 from .record_layout import constants, record_struct
 
 _FORMAT = _native.BUNDLE_FORMAT
@@ -44,7 +43,6 @@ HEADER_FIELDS, CASE_FIELDS = dict(_FORMAT["HEADER_FIELDS"]), dict(_FORMAT["CASE_
 _HEADER = record_struct(HEADER_FIELDS, HEADER_SIZE)
 _CASE = record_struct(CASE_FIELDS, CASE_RECORD_SIZE)
 
-_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
 _NP_DTYPES = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}
 
 
@@ -98,72 +96,39 @@ def _le_bytes(arrays: Iterable[np.ndarray]) -> bytes:
     return bytes(out)
 
 
-def _align(n: int, a: int = PAYLOAD_ALIGNMENT) -> int:
-    return (n + a - 1) // a * a
-
-
 def write_bundle(cases: Sequence[BundleCase]) -> bytes:
     """Serializes cases into an XTSB bundle (16-byte aligned payloads,
     identical models stored once, CRC-32 over everything after the header)."""
-    if not 1 <= len(cases) <= MAX_CASES:
-        raise ValueError(f"a bundle holds 1..{MAX_CASES} cases, got {len(cases)}")
-    names = [c.name for c in cases]
+    check_cases("bundle", [c.name for c in cases], [c.runs for c in cases], max_cases=MAX_CASES,
+                max_name_bytes=MAX_NAME_BYTES, max_runs=MAX_RUNS)
     for c in cases:
-        if not _NAME_RE.fullmatch(c.name):
-            raise ValueError(f"case name {c.name!r}: 1..{MAX_NAME_BYTES} characters of [A-Za-z0-9_.-]")
-        if not 0 <= c.runs <= MAX_RUNS:
-            raise ValueError(f"case {c.name}: runs {c.runs} not in 0..{MAX_RUNS}")
         if c.expected is None:
             raise ValueError(f"case {c.name}: no expected outputs (use make_case)")
         if not c.model:
             raise ValueError(f"case {c.name}: empty model")
-    if len(set(names)) != len(names):
-        raise ValueError("case names must be unique")
 
     table = HEADER_SIZE
-    pos = table + CASE_RECORD_SIZE * len(cases)
-    body: list[tuple[int, bytes]] = []  # (offset, bytes)
-
-    def place(data: bytes, alignment: int) -> int:
-        nonlocal pos
-        pos = _align(pos, alignment)
-        off = pos
-        body.append((off, data))
-        pos += len(data)
-        return off
-
-    name_offsets = [place(n.encode("ascii"), 1) for n in names]
+    w = ContainerWriter(table + CASE_RECORD_SIZE * len(cases))
+    name_offsets = [w.place(c.name.encode("ascii"), 1) for c in cases]
     model_offsets: dict[bytes, int] = {}
-    records = []
-    for c, name_off in zip(cases, name_offsets):
+    for i, (c, name_off) in enumerate(zip(cases, name_offsets)):
         if c.model not in model_offsets:
-            model_offsets[c.model] = place(c.model, PAYLOAD_ALIGNMENT)
+            model_offsets[c.model] = w.place(c.model, PAYLOAD_ALIGNMENT)
         ins, exp = _le_bytes(c.inputs), _le_bytes(c.expected)
-        records.append((name_off, len(c.name), model_offsets[c.model], len(c.model),
-                        place(ins, PAYLOAD_ALIGNMENT), len(ins), place(exp, PAYLOAD_ALIGNMENT), len(exp),
-                        c.runs, 0, 0, 0))
-    size = _align(pos)
-    blob = bytearray(size)
-    for i, r in enumerate(records):
-        _CASE.pack_into(blob, table + i * CASE_RECORD_SIZE, *r)
-    for off, data in body:
-        blob[off:off + len(data)] = data
-    crc = zlib.crc32(bytes(blob[HEADER_SIZE:]))
-    _HEADER.pack_into(blob, 0, MAGIC, VERSION, HEADER_SIZE, size, 0, len(cases), table, crc, 0)
-    return bytes(blob)
+        w.record(_CASE, table + i * CASE_RECORD_SIZE,
+                 (name_off, len(c.name), model_offsets[c.model], len(c.model), w.place(ins, PAYLOAD_ALIGNMENT),
+                  len(ins), w.place(exp, PAYLOAD_ALIGNMENT), len(exp), c.runs, 0, 0, 0))
+    return w.seal(_HEADER, HEADER_SIZE, PAYLOAD_ALIGNMENT,
+                  lambda size, crc: (MAGIC, VERSION, HEADER_SIZE, size, 0, len(cases), table, crc, 0))
 
 
 def read_bundle(data: bytes) -> list[dict]:
     """Decodes a bundle into case dicts (name, model, inputs, expected, runs)
     with raw payload bytes; checks magic, version, size and CRC. For tools and
     tests; the device's parser (bundle.cpp) is the authority."""
-    if len(data) < HEADER_SIZE:
-        raise ValueError("shorter than the header")
-    magic, version, hsize, size, flags, count, table, crc, _ = _HEADER.unpack_from(data, 0)
-    if magic != MAGIC or version != VERSION or hsize != HEADER_SIZE:
-        raise ValueError("not an XTSB version 1 bundle")
-    if size > len(data) or zlib.crc32(data[HEADER_SIZE:size]) != crc:
-        raise ValueError("truncated bundle or CRC mismatch")
+    h = unseal(data, _HEADER, HEADER_FIELDS, magic=MAGIC, version=VERSION, header_size=HEADER_SIZE,
+               size_field="bundle_size", noun="bundle")
+    count, table = h["case_count"], h["case_table"]
     cases = []
     for i in range(count):
         r = _CASE.unpack_from(data, table + i * CASE_RECORD_SIZE)

@@ -30,7 +30,6 @@ import argparse
 import re
 import struct
 import sys
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -38,6 +37,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import _native
+from .container import ContainerWriter, check_cases, unseal
 from .record_layout import constants, record_struct
 
 _FORMAT = _native.PTE_SUITE_FORMAT
@@ -65,7 +65,6 @@ DTYPE_CODES = {np.dtype(name): code for name, (code, _size) in _FORMAT["DTYPES"]
 CODE_DTYPES = {v: k for k, v in DTYPE_CODES.items()}
 _FLOAT_CODES = {code for dtype, code in DTYPE_CODES.items() if dtype.kind == "f"}
 
-_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_BYTES)
 _METHOD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,%d}" % (MAX_METHOD_BYTES - 1))
 
 
@@ -186,10 +185,6 @@ def make_suite(pte: bytes, *, method: str = "forward", cases: int = 1, inputs: S
 
 
 # ----------------------------------------------------------------- writer
-def _align(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
 def _check_tensor(case: str, what: str, a: np.ndarray) -> None:
     if a.dtype not in DTYPE_CODES:
         raise ValueError(f"case {case}: {what} has dtype {a.dtype}; supported: "
@@ -203,20 +198,13 @@ def write_suite(suite: PteSuite) -> bytes:
     tensor tables, names, the .pte on a 128-byte boundary, tensor data on
     16-byte boundaries, CRC-32 over everything after the header."""
     cases = suite.cases
-    if not 1 <= len(cases) <= MAX_CASES:
-        raise ValueError(f"a suite holds 1..{MAX_CASES} cases, got {len(cases)}")
+    check_cases("suite", [c.name for c in cases], [c.runs for c in cases], max_cases=MAX_CASES,
+                max_name_bytes=MAX_NAME_BYTES, max_runs=MAX_RUNS)
     if not suite.pte:
         raise ValueError("empty .pte")
     if not _METHOD_RE.fullmatch(suite.method):
         raise ValueError(f"method name {suite.method!r}: an identifier of at most {MAX_METHOD_BYTES} characters")
-    names = [c.name for c in cases]
-    if len(set(names)) != len(names):
-        raise ValueError("case names must be unique")
     for c in cases:
-        if not _NAME_RE.fullmatch(c.name):
-            raise ValueError(f"case name {c.name!r}: 1..{MAX_NAME_BYTES} characters of [A-Za-z0-9_.-]")
-        if not 0 <= c.runs <= MAX_RUNS:
-            raise ValueError(f"case {c.name}: runs {c.runs} not in 0..{MAX_RUNS}")
         if c.expect_invalid_argument:
             if c.expected or len(c.inputs) > MAX_TENSORS:
                 raise ValueError(f"case {c.name}: a case expecting a refusal has no outputs and "
@@ -227,56 +215,36 @@ def write_suite(suite: PteSuite) -> bytes:
             if not (a >= 0 and np.isfinite(a)):
                 raise ValueError(f"case {c.name}: tolerance of output {k} must be finite and >= 0, got {a}")
 
-    pos = HEADER_SIZE
-    case_table = pos
-    pos += CASE_RECORD_SIZE * len(cases)
+    case_table = HEADER_SIZE
+    pos = case_table + CASE_RECORD_SIZE * len(cases)
     tensor_tables = []
     for c in cases:
         tensor_tables.append((pos, pos + TENSOR_RECORD_SIZE * len(c.inputs)))
         pos += TENSOR_RECORD_SIZE * (len(c.inputs) + len(c.expected))
-    body: list[tuple[int, bytes]] = []
-
-    def place(data: bytes, alignment: int) -> int:
-        nonlocal pos
-        pos = _align(pos, alignment)
-        off = pos
-        body.append((off, data))
-        pos += len(data)
-        return off
-
-    method_off = place(suite.method.encode("ascii"), 1)
-    name_offs = [place(n.encode("ascii"), 1) for n in names]
-    pte_off = place(bytes(suite.pte), PTE_ALIGNMENT)
-    records: list[tuple[int, tuple]] = []
-    case_records = []
-    for c, name_off, (in_tab, out_tab) in zip(cases, name_offs, tensor_tables):
+    w = ContainerWriter(pos)
+    method_off = w.place(suite.method.encode("ascii"), 1)
+    name_offs = [w.place(c.name.encode("ascii"), 1) for c in cases]
+    pte_off = w.place(bytes(suite.pte), PTE_ALIGNMENT)
+    for i, (c, name_off, (in_tab, out_tab)) in enumerate(zip(cases, name_offs, tensor_tables)):
         for k, (table, arrays, tols) in enumerate(((in_tab, c.inputs, [0.0] * len(c.inputs)),
                                                    (out_tab, c.expected, c.atols()))):
             for j, (a, tol) in enumerate(zip(arrays, tols)):
                 a = np.asarray(a).copy(order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
                 _check_tensor(c.name, f"{'output' if k else 'input'} {j}", a)
                 data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
-                off = place(data, DATA_ALIGNMENT)
+                off = w.place(data, DATA_ALIGNMENT)
                 if DTYPE_CODES[a.dtype] not in _FLOAT_CODES:
                     tol = 0.0
                 dims = list(a.shape) + [0] * (MAX_RANK - a.ndim)
                 atol_bits = struct.unpack("<I", struct.pack("<f", tol))[0]
-                records.append((table + TENSOR_RECORD_SIZE * j,
-                                (DTYPE_CODES[a.dtype], a.ndim, off, len(data), atol_bits, 0, 0, 0, *dims)))
+                w.record(_TENSOR, table + TENSOR_RECORD_SIZE * j,
+                         (DTYPE_CODES[a.dtype], a.ndim, off, len(data), atol_bits, 0, 0, 0, *dims))
         flags = CASE_FLAG_EXPECT_INVALID_ARGUMENT if c.expect_invalid_argument else 0
-        case_records.append((name_off, len(c.name), in_tab, len(c.inputs), out_tab, len(c.expected), c.runs, flags))
-    size = _align(pos, DATA_ALIGNMENT)
-    blob = bytearray(size)
-    for i, r in enumerate(case_records):
-        _CASE.pack_into(blob, case_table + i * CASE_RECORD_SIZE, *r)
-    for off, r in records:
-        _TENSOR.pack_into(blob, off, *r)
-    for off, data in body:
-        blob[off:off + len(data)] = data
-    crc = zlib.crc32(bytes(blob[HEADER_SIZE:]))
-    _HEADER.pack_into(blob, 0, MAGIC, VERSION, HEADER_SIZE, size, 0, pte_off, len(suite.pte), method_off,
-                      len(suite.method), len(cases), case_table, crc, 0)
-    return bytes(blob)
+        w.record(_CASE, case_table + i * CASE_RECORD_SIZE,
+                 (name_off, len(c.name), in_tab, len(c.inputs), out_tab, len(c.expected), c.runs, flags))
+    return w.seal(_HEADER, HEADER_SIZE, DATA_ALIGNMENT,
+                  lambda size, crc: (MAGIC, VERSION, HEADER_SIZE, size, 0, pte_off, len(suite.pte), method_off,
+                                     len(suite.method), len(cases), case_table, crc, 0))
 
 
 # ----------------------------------------------------------------- reader
@@ -300,14 +268,11 @@ def read_suite(data: bytes) -> PteSuite:
     """Decodes a suite (checks magic, version, size, CRC and every record).
     For tools and tests; on the chip the C++ parser (pte_suite.cpp) decides."""
     data = bytes(data)
-    if len(data) < HEADER_SIZE:
-        raise ValueError("shorter than the XTSP header")
-    (magic, version, hsize, size, flags, pte_off, pte_size, m_off, m_size, count, table, crc,
-     _res) = _HEADER.unpack_from(data, 0)
-    if magic != MAGIC or version != VERSION or hsize != HEADER_SIZE:
-        raise ValueError("not an XTSP version 1 .pte suite")
-    if size > len(data) or zlib.crc32(data[HEADER_SIZE:size]) != crc:
-        raise ValueError("truncated suite or CRC mismatch")
+    h = unseal(data, _HEADER, HEADER_FIELDS, magic=MAGIC, version=VERSION, header_size=HEADER_SIZE,
+               size_field="suite_size", noun=".pte suite")
+    size, pte_off, pte_size, m_off, m_size, count, table = (
+        h[k] for k in ("suite_size", "pte_offset", "pte_size", "method_offset", "method_size", "case_count",
+                       "case_table"))
     if pte_off % PTE_ALIGNMENT or pte_off + pte_size > size:
         raise ValueError("the .pte is misaligned or outside the suite")
     method = data[m_off:m_off + m_size].decode("ascii")

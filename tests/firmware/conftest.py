@@ -69,6 +69,21 @@ def corpus_cases():
 
 
 @pytest.fixture(scope="session")
+def pte() -> bytes:
+    """pte_models.conv_then_cpu_pte(): a delegated conv, then CPU ops; the
+    .pte-mode tests' program. Skipped without the executorch wheel or the
+    _et_backend extension that runs suites on the host."""
+    pytest.importorskip("executorch")
+    import executorch_espnn
+
+    from . import pte_models
+
+    if executorch_espnn._et_backend is None:
+        pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
+    return pte_models.conv_then_cpu_pte()
+
+
+@pytest.fixture(scope="session")
 def xtensa(tmp_path_factory, corpus_cases):
     """The runner cross-built for Xtensa lx106 (xtensa_build.XtensaBuild);
     skipped with the reason when the Debian packages are missing, failed

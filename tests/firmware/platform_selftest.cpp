@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "espnn/bundle.h"
+#include "espnn/container_header.h"
 #include "espnn/platform.h"
+#include "espnn/pte_suite.h"
 #include "stdio_pal.h"
 
 extern "C" {
@@ -108,11 +110,11 @@ void TestPool() {
 
 void TestCrcAndPeek() {
   const char* s = "123456789";
-  const uint32_t crc = espnn::bundle::Crc32((const uint8_t*)s, 9);
+  const uint32_t crc = espnn::container::Crc32((const uint8_t*)s, 9);
   Check(crc == 0xCBF43926u, "crc32: check value of \"123456789\"");
-  const uint32_t part = espnn::bundle::Crc32((const uint8_t*)s, 4);
-  Check(espnn::bundle::Crc32((const uint8_t*)s + 4, 5, part) == crc, "crc32: incremental");
-  Check(espnn::bundle::Crc32(nullptr, 0) == 0, "crc32: empty");
+  const uint32_t part = espnn::container::Crc32((const uint8_t*)s, 4);
+  Check(espnn::container::Crc32((const uint8_t*)s + 4, 5, part) == crc, "crc32: incremental");
+  Check(espnn::container::Crc32(nullptr, 0) == 0, "crc32: empty");
 
   uint8_t h[40] = {'X', 'T', 'S', 'B', 1, 0, 32, 0, 0x40, 0x01, 0, 0};
   Check(espnn::bundle::PeekBundleSize(h, sizeof(h)) == 0x140, "peek: bundle size");
@@ -120,6 +122,16 @@ void TestCrcAndPeek() {
   Check(espnn::bundle::PeekBundleSize(h, 31) == 0, "peek: short header");
   h[4] = 2;
   Check(espnn::bundle::PeekBundleSize(h, sizeof(h)) == 0, "peek: other version");
+
+  // The suite peek is the same rule over the XTSP header layout.
+  uint8_t sh[48] = {'X', 'T', 'S', 'P', 1, 0, 48, 0, 0x00, 0x02, 0, 0};
+  Check(espnn::pte::PeekSuiteSize(sh, sizeof(sh)) == 0x200, "peek: suite size");
+  Check(espnn::pte::PeekSuiteSize(sh, 47) == 0, "peek: short suite header");
+  h[4] = 1;
+  Check(espnn::pte::PeekSuiteSize(h, sizeof(h)) == 0, "peek: a bundle is not a suite");
+  Check(espnn::bundle::PeekBundleSize(sh, sizeof(sh)) == 0, "peek: a suite is not a bundle");
+  sh[11] = 0x80;
+  Check(espnn::pte::PeekSuiteSize(sh, sizeof(sh)) == 0, "peek: suite size beyond the container limit");
 }
 
 void TestEtPal() {

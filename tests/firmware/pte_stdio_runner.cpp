@@ -15,43 +15,7 @@
 #include "espnn/platform.h"
 #include "espnn/pte_runner.h"
 #include "stdio_pal.h"
-
-namespace {
-
-bool ParseU32(const char* s, uint32_t* out) {
-  char* end = nullptr;
-  const unsigned long v = strtoul(s, &end, 10);
-  if (end == s || *end != '\0' || v > 0xFFFFFFFFul) return false;
-  *out = (uint32_t)v;
-  return true;
-}
-
-// The file in a malloc block, 128-byte aligned + misalign (a flash mmap is
-// page aligned; misalign imitates an embedded, unaligned suite).
-bool ReadFile(const char* path, uint32_t misalign, void** block, uint8_t** data, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return false;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return false;
-  }
-  void* raw = malloc((size_t)n + misalign + 128);
-  uint8_t* d = raw ? (uint8_t*)(((uintptr_t)raw + 127u) & ~(uintptr_t)127u) + misalign : nullptr;
-  const bool ok = d != nullptr && fread(d, 1, (size_t)n, f) == (size_t)n;
-  fclose(f);
-  if (!ok) {
-    free(raw);
-    return false;
-  }
-  *block = raw;
-  *data = d;
-  *size = (size_t)n;
-  return true;
-}
-
-}  // namespace
+#include "stdio_shell.h"
 
 int main(int argc, char** argv) {
   espnn_pal_init();
@@ -62,15 +26,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     uint32_t v = 0;
-    if (strncmp(a, "--runs=", 7) == 0 && ParseU32(a + 7, &v)) {
+    if (strncmp(a, "--runs=", 7) == 0 && stdio_shell::ParseU32(a + 7, &v)) {
       options.default_runs = v;
-    } else if (strncmp(a, "--misalign=", 11) == 0 && ParseU32(a + 11, &v) && v < 128) {
+    } else if (strncmp(a, "--misalign=", 11) == 0 && stdio_shell::ParseU32(a + 11, &v) && v < 128) {
       misalign = v;
-    } else if (strncmp(a, "--method-pool=", 14) == 0 && ParseU32(a + 14, &v)) {
+    } else if (strncmp(a, "--method-pool=", 14) == 0 && stdio_shell::ParseU32(a + 14, &v)) {
       options.method_pool_bytes = v;
-    } else if (strncmp(a, "--temp-pool=", 12) == 0 && ParseU32(a + 12, &v)) {
+    } else if (strncmp(a, "--temp-pool=", 12) == 0 && stdio_shell::ParseU32(a + 12, &v)) {
       options.temp_pool_bytes = v;
-    } else if (strncmp(a, "--alloc-limit=", 14) == 0 && ParseU32(a + 14, &v)) {
+    } else if (strncmp(a, "--alloc-limit=", 14) == 0 && stdio_shell::ParseU32(a + 14, &v)) {
       espnn_test_set_alloc_limit(v);
     } else if (strcmp(a, "--no-clock") == 0) {
       espnn_test_mask_caps(~(ESPNN_PAL_CAP_CYCLES | ESPNN_PAL_CAP_TIME));
@@ -86,16 +50,12 @@ int main(int argc, char** argv) {
                     "[--alloc-limit=B] [--no-clock] SUITE\n");
     return 2;
   }
-  void* block = nullptr;
-  uint8_t* data = nullptr;
-  size_t size = 0;
-  if (!ReadFile(path, misalign, &block, &data, &size)) {
-    fprintf(stderr, "pte_runner: cannot read %s\n", path);
-    return 2;
-  }
+  // 128-byte aligned as a flash mmap is (--misalign imitates an embedded,
+  // unaligned suite).
+  const stdio_shell::TestFile file("pte_runner", path, 128, misalign);
+  if (!file.ok()) return 2;
   espnn::bundle::PalPlatformConfig config;
   espnn::bundle::PalRunnerPlatform platform(config);
-  const espnn::bundle::RunSummary sum = espnn::pte::RunSuite(data, size, platform, options);
-  free(block);
+  const espnn::bundle::RunSummary sum = espnn::pte::RunSuite(file.data(), file.size(), platform, options);
   return sum.bundle_ok && sum.failed == 0 ? 0 : 1;
 }

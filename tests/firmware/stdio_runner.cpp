@@ -34,10 +34,12 @@
 
 #include "espnn/bundle.h"
 #include "espnn/bundle_runner.h"
+#include "espnn/container_header.h"
 #include "espnn/interpreter.h"
 #include "espnn/platform.h"
 #include "espnn/pte_suite.h"
 #include "stdio_pal.h"
+#include "stdio_shell.h"
 
 int RunPlatformSelftest();                // platform_selftest.cpp
 extern "C" void app_main(void);           // components/espnn_runtime/examples/hello/main/hello.cpp
@@ -49,39 +51,6 @@ extern const uint8_t espnn_test_bundle_end[] __attribute__((weak));
 }
 
 namespace {
-
-bool ParseU32(const char* s, uint32_t* out) {
-  char* end = nullptr;
-  const unsigned long v = strtoul(s, &end, 10);
-  if (end == s || *end != '\0' || v > 0xFFFFFFFFul) return false;
-  *out = (uint32_t)v;
-  return true;
-}
-
-// Reads a file into a malloc block; *data is 16-byte aligned + misalign.
-// (Not through espnn_pal_malloc, so --alloc-limit counts only the runner.)
-bool ReadFile(const char* path, uint32_t misalign, void** block, uint8_t** data, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return false;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return false;
-  }
-  void* raw = malloc((size_t)n + misalign + 16);
-  uint8_t* d = raw ? (uint8_t*)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u) + misalign : nullptr;
-  const bool ok = d != nullptr && fread(d, 1, (size_t)n, f) == (size_t)n;
-  fclose(f);
-  if (!ok) {
-    free(raw);
-    return false;
-  }
-  *block = raw;
-  *data = d;
-  *size = (size_t)n;
-  return true;
-}
 
 // A real 32-bit load from `p` (not inlined, so the compiler cannot see the
 // misalignment and split it into byte loads).
@@ -106,23 +75,17 @@ void PrintTensor(const espnn::pte::Tensor& t) {
 
 // The device parser's view of a suite, for comparison with pte_suite.py.
 int InspectSuite(const char* path, uint32_t misalign) {
-  void* block = nullptr;
-  uint8_t* data = nullptr;
-  size_t size = 0;
-  if (!ReadFile(path, misalign, &block, &data, &size)) {
-    fprintf(stderr, "bundle_runner: cannot read %s\n", path);
-    return 2;
-  }
+  const stdio_shell::TestFile file("bundle_runner", path, 16, misalign);
+  if (!file.ok()) return 2;
   espnn::pte::Suite suite;
-  const espnn::Status s = espnn::pte::ParseSuite(data, size, &suite);
+  const espnn::Status s = espnn::pte::ParseSuite(file.data(), file.size(), &suite);
   if (!s.ok()) {
     printf("SUITE_ERROR msg=%s\n", s.message());
-    free(block);
     return 1;
   }
   printf("SUITE method=%s pte_bytes=%lu pte_crc=%08lx cases=%lu\n", suite.method(),
          (unsigned long)suite.pte_size(),
-         (unsigned long)espnn::bundle::Crc32(suite.pte(), suite.pte_size()),
+         (unsigned long)espnn::container::Crc32(suite.pte(), suite.pte_size()),
          (unsigned long)suite.num_cases());
   for (uint32_t i = 0; i < suite.num_cases(); ++i) {
     const espnn::pte::Case c = suite.case_at(i);
@@ -132,7 +95,6 @@ int InspectSuite(const char* path, uint32_t misalign) {
     for (uint32_t k = 0; k < c.output_count; ++k) PrintTensor(suite.output(c, k));
     printf("\n");
   }
-  free(block);
   return 0;
 }
 
@@ -169,15 +131,10 @@ void* Aligned16(void** block, size_t n) {
 }
 
 int StackProbe(const char* path) {
-  void* blob_block = nullptr;
-  uint8_t* blob = nullptr;
-  size_t size = 0;
-  if (!ReadFile(path, 0, &blob_block, &blob, &size)) {
-    fprintf(stderr, "bundle_runner: cannot read %s\n", path);
-    return 2;
-  }
+  const stdio_shell::TestFile file("bundle_runner", path, 16, 0);
+  if (!file.ok()) return 2;
   espnn::Model model;
-  espnn::Status s = espnn::ParseModel(blob, size, &model);
+  espnn::Status s = espnn::ParseModel(file.data(), file.size(), &model);
   const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(model);
   void *arena_block = nullptr, *scratch_block = nullptr, *persistent_block = nullptr;
   void* arena = Aligned16(&arena_block, req.arena_bytes);
@@ -200,7 +157,6 @@ int StackProbe(const char* path) {
   free(persistent_block);
   free(scratch_block);
   free(arena_block);
-  free(blob_block);
   return s.ok() ? 0 : 1;
 }
 
@@ -216,17 +172,17 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     uint32_t v = 0;
-    if (strncmp(a, "--runs=", 7) == 0 && ParseU32(a + 7, &v)) {
+    if (strncmp(a, "--runs=", 7) == 0 && stdio_shell::ParseU32(a + 7, &v)) {
       options.default_runs = v;
     } else if (strcmp(a, "--weights=inplace") == 0) {
       options.weights = espnn::bundle::WeightPlacement::kInPlace;
     } else if (strcmp(a, "--weights=copy") == 0) {
       options.weights = espnn::bundle::WeightPlacement::kCopy;
-    } else if (strncmp(a, "--pool=", 7) == 0 && ParseU32(a + 7, &v)) {
+    } else if (strncmp(a, "--pool=", 7) == 0 && stdio_shell::ParseU32(a + 7, &v)) {
       pool_bytes = v;
-    } else if (strncmp(a, "--alloc-limit=", 14) == 0 && ParseU32(a + 14, &v)) {
+    } else if (strncmp(a, "--alloc-limit=", 14) == 0 && stdio_shell::ParseU32(a + 14, &v)) {
       espnn_test_set_alloc_limit(v);
-    } else if (strncmp(a, "--misalign=", 11) == 0 && ParseU32(a + 11, &v) && v < 4096) {
+    } else if (strncmp(a, "--misalign=", 11) == 0 && stdio_shell::ParseU32(a + 11, &v) && v < 4096) {
       misalign = v;
     } else if (strcmp(a, "--no-clock") == 0) {
       espnn_test_mask_caps(~(ESPNN_PAL_CAP_CYCLES | ESPNN_PAL_CAP_TIME));
@@ -279,18 +235,15 @@ int main(int argc, char** argv) {
   }
   for (int k = 0; k < num_paths; ++k) {
     const char* path = argv[first_path + k];
-    void* block = nullptr;
-    uint8_t* data = nullptr;
-    size_t size = 0;
-    if (!ReadFile(path, misalign, &block, &data, &size)) {
-      fprintf(stderr, "bundle_runner: cannot read %s\n", path);
+    const stdio_shell::TestFile file("bundle_runner", path, 16, misalign);
+    if (!file.ok()) {
       free(pool);
       return 2;
     }
     if (num_paths > 1) printf("BUNDLE_FILE %s\n", path);
-    const espnn::bundle::RunSummary sum = espnn::bundle::RunBundle(data, size, platform, options);
+    const espnn::bundle::RunSummary sum =
+        espnn::bundle::RunBundle(file.data(), file.size(), platform, options);
     if (!(sum.bundle_ok && sum.failed == 0)) rc = 1;
-    free(block);
   }
   free(pool);
   return rc;

@@ -16,17 +16,6 @@ pytest.importorskip("executorch")
 from executorch_espnn import pte_suite as S  # noqa: E402
 from executorch_espnn.bundle import parse_results  # noqa: E402
 
-from . import pte_models  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pte() -> bytes:
-    import executorch_espnn
-
-    if executorch_espnn._et_backend is None:
-        pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
-    return pte_models.conv_then_cpu_pte()
-
 
 @pytest.fixture(scope="module")
 def suite(pte) -> S.PteSuite:
@@ -185,6 +174,18 @@ def test_host_runner_errors_are_result_lines(suite):
     assert {r["stage"] for r in recs if r["kind"] == "RESULT"} == {"load"}
     recs, lines = _run(b"XTSP" + b"\0" * 60)
     assert recs[0]["kind"] == "SUITE_ERROR" and "msg" in recs[0] and recs[-1]["failed"] == 1
+
+
+def test_a_rejected_suite_is_one_failure_in_the_summary_too(pte):
+    """RunSuite's summary agrees with the END line it prints for a suite that
+    does not parse (main/'s exit status on the linux target follows it), as
+    RunBundle's does for a bundle: one failure, no case."""
+    from executorch_espnn import _et_backend
+
+    lines: list[str] = []
+    summary = _et_backend.run_suite(b"XTSP" + b"\0" * 60, 1, lines.append, "host", 1 << 16, 1 << 16)
+    assert lines[-1] == "ESPNN_END v=1 mode=pte cases=0 passed=0 failed=1"
+    assert summary == {"suite_ok": False, "cases": 0, "passed": 0, "failed": 1}
 
 
 def test_cli_pack_inspect_run(pte, tmp_path, capsys):

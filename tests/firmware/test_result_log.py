@@ -65,18 +65,12 @@ def test_a_cut_log_or_rejected_bundle_is_an_error(bundle_log, host_runner, tmp_p
         B.check_run(r.stdout)
 
 
-def test_pte_runner_session(pte_runner, tmp_path):
+def test_pte_runner_session(pte_runner, pte, tmp_path):
     """.pte mode lines of components/espnn_test_runner/src/pte_runner.cpp (host build) and a suite the
     runner rejects."""
-    pytest.importorskip("executorch")
-    import executorch_espnn
     from executorch_espnn import pte_suite as S
 
-    from . import pte_models
-
-    if executorch_espnn._et_backend is None:
-        pytest.skip(f"executorch_espnn._et_backend is missing: {executorch_espnn.ET_BACKEND_ERROR}")
-    suite = S.make_suite(pte_models.conv_then_cpu_pte(), cases=2, runs=1)
+    suite = S.make_suite(pte, cases=2, runs=1)
     (tmp_path / "s.xtsp").write_bytes(S.write_suite(suite))
     r = subprocess.run([str(pte_runner), str(tmp_path / "s.xtsp")], capture_output=True, text=True)
     run = B.check_run(r.stdout)

@@ -9,6 +9,7 @@ full runtime's outputs, a payload with any other op is refused."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -28,6 +29,7 @@ from .conftest import REPO
 KCONFIG = REPO / "components/espnn_runtime/Kconfig"
 REGISTRY = REPO / "components/espnn_runtime/src/ops/op_registry.cpp"
 MODELS_FILE = REPO / "tests/idf/emulated_models.py"
+KCONFIG_GENERATOR = REPO / "scripts/gen_kconfig_ops.py"
 
 
 def _ops_by_opcode() -> list[str]:
@@ -42,6 +44,44 @@ def test_kconfig_has_one_switch_per_op_default_on():
     menu = text.split('menu "Ops linked into the runtime"')[1].split("endmenu")[0]
     assert "depends on ESPNN_SELECT_OPS" in menu.splitlines()[1]
     assert re.search(r"config ESPNN_SELECT_OPS\n\s*bool .*\n\s*default n", text)
+
+
+def _kconfig_generator():
+    spec = importlib.util.spec_from_file_location("gen_kconfig_ops", KCONFIG_GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kconfig_op_switches_are_what_the_generator_writes():
+    """Adding an opcode to xts3_format.h needs no hand edit of the Kconfig:
+    scripts/gen_kconfig_ops.py writes the switches, and this fails until it
+    was rerun."""
+    text = KCONFIG.read_text()
+    assert _kconfig_generator().generated(text, _native.OPCODES) == text, (
+        "components/espnn_runtime/Kconfig: the op switches are not those of the format's opcodes; "
+        "run PYTHONPATH=BUILD_DIR/pkg python scripts/gen_kconfig_ops.py")
+
+
+def test_kconfig_generator_follows_a_new_opcode(tmp_path, capsys):
+    """A format with one more opcode: --check reports the Kconfig out of date,
+    a run writes the new switch last (opcode order) and --check passes."""
+    gen = _kconfig_generator()
+    top = max(d["opcode"] for d in _native.OPCODES.values())
+    opcodes = {**_native.OPCODES, "NEW_OP": {"opcode": top + 1}}
+    kconfig = tmp_path / "Kconfig"
+    kconfig.write_text(KCONFIG.read_text())
+    text = gen.generated(kconfig.read_text(), opcodes)
+    switches = re.findall(r"^\s*config ESPNN_OP_(\w+)\n\s*bool \"(\w+)\"\n\s*default y$", text, re.M)
+    assert [n for n, _ in switches] == _ops_by_opcode() + ["NEW_OP"]
+    kconfig.write_text(text.replace('        config ESPNN_OP_CONV2D\n            bool "CONV2D"\n            default y\n\n', ""))
+    assert gen.main(["--check", "--kconfig", str(kconfig)]) == 1
+    assert "run scripts/gen_kconfig_ops.py" in capsys.readouterr().err
+    assert gen.main(["--kconfig", str(kconfig)]) == 0 and gen.main(["--check", "--kconfig", str(kconfig)]) == 0
+    assert kconfig.read_text() == KCONFIG.read_text()
+    kconfig.write_text(KCONFIG.read_text().replace(gen.END, ""))
+    with pytest.raises(ValueError, match="marker lines"):
+        gen.main(["--kconfig", str(kconfig)])
 
 
 def test_sdkconfig_lines_select_exactly_the_given_ops(tmp_path):
@@ -59,13 +99,15 @@ def test_sdkconfig_lines_select_exactly_the_given_ops(tmp_path):
         selective.sdkconfig_lines(["CONV3D"])
 
 
-def _compile_registry(tmp_path: Path, ops: str) -> subprocess.CompletedProcess:
+def _compile_registry(tmp_path: Path, ops: str | None, include_first: Path | None = None) -> subprocess.CompletedProcess:
     cxx = shutil.which("c++") or shutil.which("g++")
     if cxx is None:
         pytest.skip("no C++ compiler")
     runtime = REPO / "components/espnn_runtime"
+    first = [f"-I{include_first}"] if include_first else []
+    select = [f"-DESPNN_OPS=\"{ops}\""] if ops is not None else []
     return subprocess.run([cxx, "-std=gnu++17", "-c", "-o", str(tmp_path / "r.o"), "-Wall", "-Wextra", "-Werror",
-                           f"-I{runtime / 'include'}", f"-I{runtime / 'src'}", f"-DESPNN_OPS=\"{ops}\"",
+                           *first, f"-I{runtime / 'include'}", f"-I{runtime / 'src'}", *select,
                            str(REGISTRY)], capture_output=True, text=True)
 
 
@@ -73,6 +115,22 @@ def test_a_misspelt_op_list_fails_the_build(tmp_path):
     assert _compile_registry(tmp_path, "CONV2D,RESHAPE").returncode == 0
     r = _compile_registry(tmp_path, "CONV2D,RESHAPEE")
     assert r.returncode != 0 and "ESPNN_OPS names an op" in r.stderr
+
+
+def test_an_opcode_without_a_registry_row_fails_the_build(tmp_path):
+    """op_registry.cpp's kernel rows are hand-written (each names its
+    kernel); the build checks them against the format: a header with one
+    more opcode does not compile until the registry has its row."""
+    header = (REPO / "components/espnn_runtime/include/espnn/xts3_format.h").read_text()
+    last = re.search(r"#define ESPNN_XTS3_OPS\(X\)(?:.*\\\n)*.*\)", header)  # up to the row without a backslash
+    top = max(d["opcode"] for d in _native.OPCODES.values())
+    grown = (header[:last.end()] + f" \\\n  X(NEW_OP, {top + 1}, 3, 1, 1, 1, 1, 0x0)" + header[last.end():]
+             + "\n#define ESPNN_XTS3_PARAMS_NEW_OP(F)\n")
+    (tmp_path / "espnn").mkdir()
+    (tmp_path / "espnn/xts3_format.h").write_text(grown)
+    assert _compile_registry(tmp_path, None).returncode == 0
+    r = _compile_registry(tmp_path, None, include_first=tmp_path)
+    assert r.returncode != 0 and "needs one row per opcode of ESPNN_XTS3_OPS" in r.stderr, r.stderr
 
 
 def _symbols(obj: Path) -> str:

@@ -6,8 +6,8 @@ op's output from its op, and every tensor until the last op that reads it;
 graph outputs are live to the end. Two tensors whose lifetimes intersect
 must not share arena bytes, with two exceptions (xts3_format.h,
 ESPNN_XTS3_ALIASING): RESHAPE's output may occupy exactly its input's bytes
-(a view), and an IN_PLACE op's output (ADD, MUL, HARD_SWISH, LUT,
-REQUANTIZE) exactly the bytes of an input that dies at that op. The blobs are built by hand with fixed
+(a view), and an IN_PLACE op's output (the elementwise ops, ELEMENTWISE
+below) exactly the bytes of an input that dies at that op. The blobs are built by hand with fixed
 offsets (Xts3Writer.tensor(..., offset=...)); the arena-plan mutations of
 tests/xts3_mutations.py check the rule against an independent Python
 statement of it and also run through the -m32 and sanitizer builds.
@@ -124,28 +124,45 @@ def test_partial_overlap_is_an_overlap():
 IN_PLACE_OPS = sorted(n for n, d in _native.OPCODES.items() if d["aliasing"] == "IN_PLACE")
 
 
+def _mul(w: Xts3Writer, a: int, other: int, out: int) -> None:
+    w.op("MUL", [a, other], [out], input1_offset=0, input2_offset=0, output_offset=0,
+         output_mult=1 << 30, output_shift=-3, act_min=-128, act_max=127)
+
+
+def _channel_lut(w: Xts3Writer, a: int, out: int) -> None:
+    tables = np.arange(256 * 4, dtype=np.int64).reshape(4, 256).astype(np.uint8).astype(np.int8)
+    w.op("CHANNEL_LUT", [a, w.constant(tables)], [out], axis=1)
+
+
+# One graph per IN_PLACE op of the format, reading `a` (and `other` for the
+# binary ops) into `out`: (w, a, other, out) -> None.
+ELEMENTWISE = {
+    "ADD": lambda w, a, other, out: add(w, a, other, out),
+    "MUL": _mul,
+    "REQUANTIZE": lambda w, a, other, out: w.op("REQUANTIZE", [a], [out], input_zero_point=0, output_zero_point=3,
+                                                mult=1 << 30, shift=0),
+    "LUT": lambda w, a, other, out: w.op(
+        "LUT", [a, w.constant(np.arange(256, dtype=np.uint8).astype(np.int8)[::-1].copy())], [out]),
+    "CHANNEL_LUT": lambda w, a, other, out: _channel_lut(w, a, out),
+    "HARD_SWISH": lambda w, a, other, out: w.op("HARD_SWISH", [a], [out], input_zero_point=0, output_zero_point=0,
+                                                **qp.hard_swish_params(0.1, 0.1)),
+}
+
+
 def test_the_in_place_ops_are_the_elementwise_ones():
-    assert IN_PLACE_OPS == ["ADD", "CHANNEL_LUT", "HARD_SWISH", "LUT", "MUL", "REQUANTIZE"]
+    """The in-place ops are the IN_PLACE rows of ESPNN_XTS3_ALIASING
+    (xts3_format.h, through the binding); the tests below run each one in
+    place, so each needs its graph in ELEMENTWISE."""
+    missing, extra = sorted(set(IN_PLACE_OPS) - set(ELEMENTWISE)), sorted(set(ELEMENTWISE) - set(IN_PLACE_OPS))
+    assert not missing, (f"IN_PLACE in ESPNN_XTS3_ALIASING but no graph in ELEMENTWISE "
+                         f"(tests/hardening/test_arena_plan.py): {missing}")
+    assert not extra, f"ELEMENTWISE has graphs for ops that are not IN_PLACE in ESPNN_XTS3_ALIASING: {extra}"
     assert _native.OPCODES["RESHAPE"]["aliasing"] == "VIEW"
 
 
 def elementwise(w: Xts3Writer, name: str, a: int, out: int, other: int | None = None) -> None:
     """One IN_PLACE op reading `a` (and `other` for ADD/MUL) into `out`."""
-    other = a if other is None else other
-    if name == "ADD":
-        add(w, a, other, out)
-    elif name == "MUL":
-        w.op("MUL", [a, other], [out], input1_offset=0, input2_offset=0, output_offset=0,
-             output_mult=1 << 30, output_shift=-3, act_min=-128, act_max=127)
-    elif name == "REQUANTIZE":
-        w.op("REQUANTIZE", [a], [out], input_zero_point=0, output_zero_point=3, mult=1 << 30, shift=0)
-    elif name == "LUT":
-        w.op("LUT", [a, w.constant(np.arange(256, dtype=np.uint8).astype(np.int8)[::-1].copy())], [out])
-    elif name == "CHANNEL_LUT":
-        tables = np.arange(256 * 4, dtype=np.int64).reshape(4, 256).astype(np.uint8).astype(np.int8)
-        w.op("CHANNEL_LUT", [a, w.constant(tables)], [out], axis=1)
-    elif name == "HARD_SWISH":
-        w.op("HARD_SWISH", [a], [out], input_zero_point=0, output_zero_point=0, **qp.hard_swish_params(0.1, 0.1))
+    ELEMENTWISE[name](w, a, a if other is None else other, out)
 
 
 def in_place_graph(name: str, in_place: bool, shape=(4, 4), other_shape=None) -> tuple[bytes, list]:

@@ -17,6 +17,7 @@ reader (or a bisect) finds the guard of each defect in one place.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,3 +137,14 @@ def test_every_defect_class_has_a_test():
 def test_case_names_are_unique():
     names = [c.name for c in rb.cases()]
     assert len(names) == len(set(names))
+
+
+def test_recurrent_gate_sums_stay_in_int32():
+    """A fuzzer-mutated GRU/RESHAPE/LSTM program whose LSTM bias sits near
+    INT32_MIN: the gate sum W (x + offset) + bias left int32 in
+    recurrent.cpp (signed overflow, UBSan). The parser now bounds every gate
+    row from its constant weights and bias, as it does for convs
+    (ops::CheckAccumulatorRows), and refuses the layer."""
+    blob = (Path(__file__).parents[2] / "host/fuzz/regressions/run/lstm-gate-sum-overflow.xts3").read_bytes()
+    with pytest.raises(ValueError, match=r"op 2 \(LSTM\): w_ih row 13: .* can exceed int32"):
+        fmt.Program(blob)

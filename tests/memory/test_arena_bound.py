@@ -53,7 +53,7 @@ def test_a_plan_at_the_bound_where_first_fit_leaves_a_hole():
 
 
 def test_a_bound_no_plan_reaches():
-    """The bound is not always reachable (docs/performance.md, section 1):
+    """The bound is not always reachable (docs/memory.md, section 2):
     64 B live at every step, yet no 64 B plan exists. Steps 0 and 4 (two
     32 B tensors each) put b (32 B, steps 0-1) and g (32 B, steps 3-4) each
     on one half of the arena. At step 1, c and d (16 B, steps 1-2 and 1-3)

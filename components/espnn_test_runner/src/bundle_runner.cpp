@@ -7,71 +7,24 @@
 
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+#include "espnn/result_line.h"
 
 namespace espnn {
 namespace bundle {
 namespace {
 
-// Fixed-capacity line builder (no printf, no heap): result lines must be
-// produced identically by every platform's libc, including small ones.
-class Line {
- public:
-  static constexpr uint32_t kCapacity = 512;
-
-  Line& Str(const char* s) { return Raw(s, (uint32_t)strlen(s)); }
-  Line& Raw(const char* s, uint32_t n) {
-    for (uint32_t i = 0; i < n && len_ + 1 < kCapacity; ++i) buf_[len_++] = s[i];
-    buf_[len_] = '\0';
-    return *this;
-  }
-  Line& U64(uint64_t v) {
-    char digits[20];
-    uint32_t n = 0;
-    do {
-      digits[n++] = (char)('0' + (uint32_t)(v % 10u));
-      v /= 10u;
-    } while (v != 0);
-    while (n > 0) Raw(&digits[--n], 1);
-    return *this;
-  }
-  Line& Kv(const char* key, uint64_t v) { return Str(" ").Str(key).Str("=").U64(v); }
-  Line& KvStr(const char* key, const char* v) { return Str(" ").Str(key).Str("=").Str(v); }
-  // Decimal with three fractional digits from a value in thousandths.
-  Line& KvMilli(const char* key, uint64_t milli) {
-    Str(" ").Str(key).Str("=").U64(milli / 1000u).Str(".");
-    const uint32_t frac = (uint32_t)(milli % 1000u);
-    const char d[3] = {(char)('0' + frac / 100u), (char)('0' + frac / 10u % 10u),
-                       (char)('0' + frac % 10u)};
-    return Raw(d, 3);
-  }
-  // A little-endian element of `n` bytes, shown as one hex number.
-  Line& KvHex(const char* key, const uint8_t* bytes, uint32_t n) {
-    static const char kHex[] = "0123456789abcdef";
-    Str(" ").Str(key).Str("=0x");
-    for (uint32_t i = n; i > 0; --i) {
-      const char h[2] = {kHex[bytes[i - 1] >> 4], kHex[bytes[i - 1] & 0xF]};
-      Raw(h, 2);
-    }
-    return *this;
-  }
-  const char* c_str() const { return buf_; }
-
- private:
-  char buf_[kCapacity] = {};
-  uint32_t len_ = 0;
-};
-
-Line CaseLine(const Case& c, const char* status) {
-  Line l;
-  l.Str("ESPNN_RESULT v=1 case=").Raw(c.name, c.name_size).KvStr("status", status);
-  return l;
-}
+using runner::Report;
+using runner::ResultLine;
 
 bool Fail(RunnerPlatform& pf, const Case& c, const char* stage, const Status& s) {
-  Line l = CaseLine(c, "error");
-  l.KvStr("stage", stage).Str(" msg=").Str(s.message());
-  pf.WriteLine(l.c_str());
-  return false;
+  return runner::BundleModeReport(pf).CaseError(c.name, c.name_size, stage, s.message());
+}
+
+// An element's raw bits (little-endian, at most 8 bytes) for the mismatch record.
+uint64_t ElementBits(const uint8_t* p, uint32_t width) {
+  uint64_t v = 0;
+  for (uint32_t b = 0; b < width && b < 8; ++b) v |= (uint64_t)p[b] << (8 * b);
+  return v;
 }
 
 // Memory the runner holds for one case; released in reverse order so that a
@@ -151,24 +104,14 @@ bool OutputsMatch(RunnerPlatform& pf, Interpreter& interp, const Case& c, const 
         ++diffs;
       }
     }
-    Line l = CaseLine(c, "mismatch");
-    l.KvStr("stage", stage).Kv("output", i).Kv("element", first);
-    l.KvHex("got", got + first * esize, esize).KvHex("expected", want + first * esize, esize);
-    l.Kv("diff_elements", diffs).Kv("of", elements);
-    pf.WriteLine(l.c_str());
+    runner::BundleModeReport(pf).Mismatch(c.name, c.name_size, stage, i, first,
+                                          ElementBits(got + first * esize, esize),
+                                          ElementBits(want + first * esize, esize), esize, diffs,
+                                          elements);
     return false;
   }
   return true;
 }
-
-struct Stats {
-  uint64_t min = UINT64_MAX, max = 0, sum = 0;
-  void Add(uint64_t v) {
-    if (v < min) min = v;
-    if (v > max) max = v;
-    sum = sum > UINT64_MAX - v ? UINT64_MAX : sum + v;
-  }
-};
 
 }  // namespace
 
@@ -245,27 +188,19 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
   // 5. Time N runs; inputs are restored before each (the arena plan may
   //    reuse an input's bytes), outside the measured interval.
   const uint32_t runs = c.runs != 0 ? c.runs : options.default_runs;
-  const bool cycles = pf.has_cycles(), time = pf.has_time();
-  const uint32_t hz = pf.cpu_hz();
-  Stats cyc, us;
+  runner::RunTimer timer(pf);
   for (uint32_t r = 0; r < runs; ++r) {
     CopyInputs(interp, c);  // cannot fail: the verify run bound the same bytes
-    const uint64_t t0 = pf.TimeUs();
-    const uint32_t c0 = pf.CycleCount();
+    timer.Start();
     s = interp.Invoke();
-    const uint32_t c1 = pf.CycleCount();
-    const uint64_t t1 = pf.TimeUs();
+    timer.Stop();
     if (!s.ok()) return Fail(pf, c, "invoke", s);
-    const uint64_t dt = t1 >= t0 ? t1 - t0 : 0;
-    us.Add(dt);
-    // The 32-bit counter wraps every 2^32 cycles; the microsecond clock
-    // says how many times it did.
-    cyc.Add(pal::UnwrapCycleDelta(c1 - c0, time && hz ? pal::MicrosToCycles(dt, hz) : 0));
     pf.Idle();
   }
   if (!OutputsMatch(pf, interp, c, "after-timing")) return false;
 
-  Line l = CaseLine(c, "pass");
+  const Report report = runner::BundleModeReport(pf);
+  ResultLine l = report.CaseRecord(c.name, c.name_size, "pass");
   l.Kv("runs", runs).Kv("ops", model.num_ops()).Kv("arena", req.arena_bytes);
   l.Kv("scratch", req.scratch_bytes).Kv("model_bytes", c.model_size).KvStr("weights", weights);
   l.Kv("alloc", mem.bytes);
@@ -274,53 +209,30 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
   if (mem.arena != nullptr) l.KvStr("arena_mem", pf.MemoryKind(mem.arena));
   if (mem.scratch != nullptr) l.KvStr("scratch_mem", pf.MemoryKind(mem.scratch));
   l.KvStr("model_mem", pf.MemoryKind(model_bytes));
-  uint32_t heap_min = 0;
-  if (pf.HeapMinFree(&heap_min))
-    l.Kv("heap_free_min", heap_min);
-  else
-    l.KvStr("heap_free_min", "na");
-  if (cycles && runs > 0)
-    l.Kv("cycles_min", cyc.min).Kv("cycles_mean", cyc.sum / runs).Kv("cycles_max", cyc.max);
-  else
-    l.KvStr("cycles_min", "na").KvStr("cycles_mean", "na").KvStr("cycles_max", "na");
-  if (time && runs > 0) {
-    const uint64_t milli = us.sum > UINT64_MAX / 1000u ? UINT64_MAX : us.sum * 1000u;
-    l.Kv("us_min", us.min).KvMilli("us_mean", milli / runs).Kv("us_max", us.max);
-  } else {
-    l.KvStr("us_min", "na").KvStr("us_mean", "na").KvStr("us_max", "na");
-  }
-  pf.WriteLine(l.c_str());
+  timer.AppendFields(l, runs);
+  report.Write(l);
   return true;
 }
 
 RunSummary RunBundle(const void* data, size_t size, RunnerPlatform& pf,
                      const RunnerOptions& options) {
+  const Report report = runner::BundleModeReport(pf);
   RunSummary sum;
   Bundle b;
-  const Status s = ParseBundle(data, size, &b);
-  if (!s.ok()) {
-    Line l;
-    l.Str("ESPNN_BUNDLE_ERROR v=1 msg=").Str(s.message());
-    pf.WriteLine(l.c_str());
-    sum.failed = 1;
-  } else {
-    sum.bundle_ok = true;
-    sum.cases = b.num_cases();
-    Line begin;
-    begin.Str("ESPNN_BEGIN v=1").KvStr("platform", pf.name()).Kv("cpu_hz", pf.cpu_hz());
-    begin.Kv("cases", b.num_cases()).Kv("bundle_bytes", b.size());
-    pf.WriteLine(begin.c_str());
-    for (uint32_t i = 0; i < b.num_cases(); ++i) {
-      if (RunCase(b.case_at(i), pf, options))
-        ++sum.passed;
-      else
-        ++sum.failed;
-      pf.Idle();
-    }
+  const Status parsed = ParseBundle(data, size, &b);
+  if (!report.Accept(parsed, b.num_cases(), &sum)) return sum;
+  ResultLine begin = report.Begin();
+  begin.Kv("cpu_hz", pf.cpu_hz());
+  begin.Kv("cases", b.num_cases()).Kv("bundle_bytes", b.size());
+  report.Write(begin);
+  for (uint32_t i = 0; i < b.num_cases(); ++i) {
+    if (RunCase(b.case_at(i), pf, options))
+      ++sum.passed;
+    else
+      ++sum.failed;
+    pf.Idle();
   }
-  Line end;
-  end.Str("ESPNN_END v=1").Kv("cases", sum.cases).Kv("passed", sum.passed).Kv("failed", sum.failed);
-  pf.WriteLine(end.c_str());
+  report.End(sum);
   return sum;
 }
 

@@ -24,6 +24,7 @@
 
 #include "espnn/pte_check.h"
 #include "espnn/pte_suite.h"
+#include "espnn/result_line.h"
 
 namespace espnn {
 namespace pte {
@@ -47,23 +48,8 @@ using executorch::runtime::Program;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
 
-// printf-style line with a fixed capacity (no heap).
-class Line {
- public:
-  Line& Add(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(buf_ + len_, sizeof(buf_) - len_, fmt, ap);
-    va_end(ap);
-    if (n > 0) len_ = len_ + (size_t)n < sizeof(buf_) ? len_ + (size_t)n : sizeof(buf_) - 1;
-    return *this;
-  }
-  const char* c_str() const { return buf_; }
-
- private:
-  char buf_[512] = {};
-  size_t len_ = 0;
-};
+using runner::Report;
+using runner::ResultLine;
 
 // A DataLoader over a program that is already addressable (flash mmap,
 // .rodata, RAM): segments are pointers into it, nothing is copied or freed.
@@ -115,15 +101,6 @@ class Blocks {
   uint64_t total_ = 0;
 };
 
-struct Stats {
-  uint64_t min = UINT64_MAX, max = 0, sum = 0;
-  void Add(uint64_t v) {
-    if (v < min) min = v;
-    if (v > max) max = v;
-    sum = sum > UINT64_MAX - v ? UINT64_MAX : sum + v;
-  }
-};
-
 // One case's input tensors: TensorImpls over the suite's bytes (ExecuTorch
 // copies them into the method's planned input memory in set_input).
 struct InputTensors {
@@ -137,23 +114,20 @@ struct InputTensors {
 
 class CaseRun {
  public:
-  CaseRun(const Suite& suite, const Case& c, RunnerPlatform& pf) : suite_(suite), c_(c), pf_(pf) {}
+  CaseRun(const Suite& suite, const Case& c, RunnerPlatform& pf)
+      : suite_(suite), c_(c), report_(runner::PteModeReport(pf)) {}
 
+  // The error record; the message is composed as a Status message is.
   bool Fail(const char* stage, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    Line l;
-    Head(l, "error").Add(" stage=%s msg=%s", stage, msg);
-    pf_.WriteLine(l.c_str());
-    return false;
+    return report_.CaseError(c_.name, c_.name_size, stage, msg);
   }
 
-  Line& Head(Line& l, const char* status) {
-    return l.Add("ESPNN_RESULT v=1 mode=pte case=%.*s status=%s", (int)c_.name_size, c_.name, status);
-  }
+  ResultLine Head(const char* status) const { return report_.CaseRecord(c_.name, c_.name_size, status); }
 
   // Checks the suite's inputs against the method's and builds the tensors.
   bool PrepareInputs(const MethodMeta& meta, InputTensors* in) {
@@ -229,14 +203,8 @@ class CaseRun {
                     (unsigned)want.rank);
       const Comparison cmp = CompareOutput(want, got.const_data_ptr());
       if (cmp.diff == 0) continue;
-      const int digits = 2 * (int)want.dtype_size();
-      Line l;
-      Head(l, "mismatch")
-          .Add(" stage=%s output=%u element=%u", stage, (unsigned)i, (unsigned)cmp.first)
-          .Add(" got=0x%0*llx expected=0x%0*llx", digits, (unsigned long long)cmp.got_bits, digits,
-               (unsigned long long)cmp.want_bits)
-          .Add(" diff_elements=%u of=%u", (unsigned)cmp.diff, (unsigned)want.elements());
-      pf_.WriteLine(l.c_str());
+      report_.Mismatch(c_.name, c_.name_size, stage, i, cmp.first, cmp.got_bits, cmp.want_bits,
+                       want.dtype_size(), cmp.diff, want.elements());
       return false;
     }
     return true;
@@ -245,7 +213,7 @@ class CaseRun {
  private:
   const Suite& suite_;
   const Case& c_;
-  RunnerPlatform& pf_;
+  const Report report_;
 };
 
 bool AnyTolerance(const Suite& s, const Case& c) {
@@ -265,48 +233,24 @@ bool RunTimed(const Suite& suite, const Case& c, CaseRun& run, Method& method, I
   // Time N runs; inputs are set again before each (the memory plan may
   // reuse an input's bytes), outside the measured interval.
   const uint32_t runs = c.runs != 0 ? c.runs : options.default_runs;
-  const bool cycles = pf.has_cycles(), time = pf.has_time();
-  const uint32_t hz = pf.cpu_hz();
-  Stats cyc, us;
+  runner::RunTimer timer(pf);
   for (uint32_t r = 0; r < runs; ++r) {
     if (!run.SetInputs(method, inputs)) return false;
-    const uint64_t t0 = pf.TimeUs();
-    const uint32_t c0 = pf.CycleCount();
+    timer.Start();
     const Error e = method.execute();
-    const uint32_t c1 = pf.CycleCount();
-    const uint64_t t1 = pf.TimeUs();
+    timer.Stop();
     if (e != Error::Ok)
       return run.Fail("execute", "Method::execute failed in timed run %u: %s", (unsigned)r,
                       executorch::runtime::to_string(e));
-    const uint64_t dt = t1 >= t0 ? t1 - t0 : 0;
-    us.Add(dt);
-    cyc.Add(pal::UnwrapCycleDelta(c1 - c0, time && hz ? pal::MicrosToCycles(dt, hz) : 0));
     pf.Idle();
   }
   if (!run.OutputsMatch(method, "after-timing")) return false;
 
-  Line l;
-  run.Head(l, "pass")
-      .Add(" runs=%u inputs=%u outputs=%u tolerance=%s", (unsigned)runs, (unsigned)c.input_count,
-           (unsigned)c.output_count, AnyTolerance(suite, c) ? "atol" : "exact")
-      .Add(" program=%s planned=%llu method_pool=%lu", placement, (unsigned long long)planned_bytes,
-           (unsigned long)method_pool_used);
-  uint32_t heap_min = 0;
-  if (pf.HeapMinFree(&heap_min)) l.Add(" heap_free_min=%lu", (unsigned long)heap_min);
-  else l.Add(" heap_free_min=na");
-  if (cycles && runs > 0)
-    l.Add(" cycles_min=%llu cycles_mean=%llu cycles_max=%llu", (unsigned long long)cyc.min,
-          (unsigned long long)(cyc.sum / runs), (unsigned long long)cyc.max);
-  else
-    l.Add(" cycles_min=na cycles_mean=na cycles_max=na");
-  if (time && runs > 0) {
-    const uint64_t milli = us.sum > UINT64_MAX / 1000u ? UINT64_MAX : us.sum * 1000u;
-    const uint64_t mean = milli / runs;
-    l.Add(" us_min=%llu us_mean=%llu.%03u us_max=%llu", (unsigned long long)us.min,
-          (unsigned long long)(mean / 1000u), (unsigned)(mean % 1000u), (unsigned long long)us.max);
-  } else {
-    l.Add(" us_min=na us_mean=na us_max=na");
-  }
+  ResultLine l = run.Head("pass");
+  l.Kv("runs", runs).Kv("inputs", c.input_count).Kv("outputs", c.output_count);
+  l.KvStr("tolerance", AnyTolerance(suite, c) ? "atol" : "exact").KvStr("program", placement);
+  l.Kv("planned", planned_bytes).Kv("method_pool", method_pool_used);
+  timer.AppendFields(l, runs);
   pf.WriteLine(l.c_str());
   return true;
 }
@@ -319,40 +263,28 @@ bool ExpectRefusal(const Case& c, CaseRun& run, Method& method, InputTensors& in
   if (e != Error::InvalidArgument)
     return run.Fail("execute", "expected Method::execute to refuse the inputs (InvalidArgument), got %s (0x%x)",
                     executorch::runtime::to_string(e), (unsigned)e);
-  Line l;
-  run.Head(l, "pass").Add(" runs=0 inputs=%u outputs=0 refused=InvalidArgument", (unsigned)c.input_count);
+  ResultLine l = run.Head("pass");
+  l.Kv("runs", 0).Kv("inputs", c.input_count).Kv("outputs", 0).KvStr("refused", "InvalidArgument");
   pf.WriteLine(l.c_str());
   return true;
-}
-
-void SuiteError(RunnerPlatform& pf, const char* msg) {
-  Line l;
-  l.Add("ESPNN_SUITE_ERROR v=1 msg=%s", msg);
-  pf.WriteLine(l.c_str());
-  pf.WriteLine("ESPNN_END v=1 mode=pte cases=0 passed=0 failed=1");
 }
 
 }  // namespace
 
 RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const PteRunnerOptions& options) {
+  const Report report = runner::PteModeReport(pf);
   RunSummary sum;
   Suite suite;
-  const Status ps = ParseSuite(data, size, &suite);
-  if (!ps.ok()) {
-    SuiteError(pf, ps.message());
-    return sum;
-  }
-  sum.bundle_ok = true;
-  sum.cases = suite.num_cases();
+  const Status parsed = ParseSuite(data, size, &suite);
+  if (!report.Accept(parsed, suite.num_cases(), &sum)) return sum;
   executorch::runtime::runtime_init();
   {
-    Line l;
-    l.Add("ESPNN_BEGIN v=1 mode=pte platform=%s", pf.name());
-    if (pf.cpu_hz()) l.Add(" cpu_hz=%lu", (unsigned long)pf.cpu_hz());
-    else l.Add(" cpu_hz=na");
-    l.Add(" cases=%u suite_bytes=%u pte_bytes=%u method=%s", (unsigned)suite.num_cases(),
-          (unsigned)suite.size(), (unsigned)suite.pte_size(), suite.method());
-    pf.WriteLine(l.c_str());
+    ResultLine l = report.Begin();
+    if (pf.cpu_hz()) l.Kv("cpu_hz", pf.cpu_hz());
+    else l.KvStr("cpu_hz", "na");
+    l.Kv("cases", suite.num_cases()).Kv("suite_bytes", suite.size()).Kv("pte_bytes", suite.pte_size());
+    l.KvStr("method", suite.method());
+    report.Write(l);
   }
 
   Blocks suite_mem(pf);
@@ -457,10 +389,7 @@ RunSummary RunSuite(const void* data, size_t size, RunnerPlatform& pf, const Pte
     else ++sum.failed;
     pf.Idle();
   }
-  Line l;
-  l.Add("ESPNN_END v=1 mode=pte cases=%u passed=%u failed=%u", (unsigned)sum.cases,
-        (unsigned)sum.passed, (unsigned)sum.failed);
-  pf.WriteLine(l.c_str());
+  report.End(sum);
   return sum;
 }
 

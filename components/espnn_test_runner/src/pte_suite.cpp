@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "espnn/bundle.h"  // Crc32 (the same zlib CRC-32 as bundles)
 #include "espnn/byte_reader.h"
+#include "espnn/container_header.h"
 
 namespace espnn {
 namespace pte {
@@ -19,10 +19,10 @@ using bytes::RangeOk;
 static_assert((uint64_t)kMaxCases * kCaseRecordSize < 0xFFFFFFFFull, "case table fits uint32_t");
 static_assert(kTensorDims + 4 * kMaxRank == kTensorRecordSize, "tensor record layout");
 
-bool NameCharOk(uint8_t c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
-}
+constexpr container::HeaderLayout kHeaderLayout = {
+    "suite", "XTSP", "suite_size", kMagic, kVersion, kHeaderSize, kHdrMagic, kHdrVersion,
+    kHdrHeaderSize, kHdrSuiteSize, kHdrFlags, kHdrCaseCount, kHdrCaseTable, kHdrCrc32,
+    kHdrReserved, kCaseRecordSize, kMaxCases};
 
 bool MethodCharOk(uint8_t c, bool first) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
@@ -144,16 +144,11 @@ const char* DtypeName(uint32_t dtype) {
 }
 
 uint32_t PeekSuiteSize(const void* header, size_t size) {
-  const uint8_t* p = (const uint8_t*)header;
-  if (p == nullptr || size < kHeaderSize || LoadU32(p + kHdrMagic) != kMagic ||
-      LoadU16(p + kHdrVersion) != kVersion || LoadU16(p + kHdrHeaderSize) != kHeaderSize)
-    return 0;
-  const uint32_t n = LoadU32(p + kHdrSuiteSize);
-  return n >= kHeaderSize ? n : 0;
+  return container::PeekSize(kHeaderLayout, header, size);
 }
 
 Case Suite::case_at(uint32_t index) const {
-  const uint8_t* r = base_ + table_ + index * kCaseRecordSize;
+  const uint8_t* r = base_ + header_.case_table + index * kCaseRecordSize;
   Case c;
   c.name = (const char*)base_ + LoadU32(r + kCaseNameOffset);
   c.name_size = LoadU32(r + kCaseNameSize);
@@ -186,45 +181,11 @@ Tensor Suite::output(const Case& c, uint32_t i) const {
 }
 
 Status ParseSuite(const void* data, size_t size, Suite* out) {
+  if (out == nullptr) return Status::Error(StatusCode::kInvalidArgument, "suite pointer is null");
+  container::Header h;
+  ESPNN_RETURN_IF_ERROR(container::CheckHeader(kHeaderLayout, data, size, &h));
   const uint8_t* p = (const uint8_t*)data;
-  if (p == nullptr || out == nullptr)
-    return Status::Error(StatusCode::kInvalidArgument, "suite pointer is null");
-  if (size < kHeaderSize)
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: %u bytes, need %u",
-                         (unsigned)size, (unsigned)kHeaderSize);
-  if (LoadU32(p + kHdrMagic) != kMagic)
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: bad magic (not an XTSP .pte suite)");
-  if (LoadU16(p + kHdrVersion) != kVersion)
-    return Status::Error(StatusCode::kUnsupportedVersion,
-                         "suite header: version %u, this runner reads version %u",
-                         (unsigned)LoadU16(p + kHdrVersion), (unsigned)kVersion);
-  if (LoadU16(p + kHdrHeaderSize) != kHeaderSize)
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: header_size is %u, expected %u",
-                         (unsigned)LoadU16(p + kHdrHeaderSize), (unsigned)kHeaderSize);
-  const uint32_t suite_size = LoadU32(p + kHdrSuiteSize);
-  if (suite_size < kHeaderSize || suite_size > 0x7FFFFFFFu)
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: suite_size %u is out of range",
-                         (unsigned)suite_size);
-  if ((size_t)suite_size > size)
-    return Status::Error(StatusCode::kInvalidBlob,
-                         "suite header: suite_size %u exceeds the %u bytes available (truncated?)",
-                         (unsigned)suite_size, (unsigned)size);
-  if (LoadU32(p + kHdrFlags) != 0 || LoadU32(p + kHdrReserved) != 0)
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: flags/reserved fields are not 0");
-  const uint32_t crc = bundle::Crc32(p + kHeaderSize, suite_size - kHeaderSize);
-  if (crc != LoadU32(p + kHdrCrc32))
-    return Status::Error(StatusCode::kInvalidBlob,
-                         "suite header: CRC-32 mismatch (0x%08x stored, 0x%08x computed): stale or "
-                         "partly written suite",
-                         (unsigned)LoadU32(p + kHdrCrc32), (unsigned)crc);
-  const uint32_t count = LoadU32(p + kHdrCaseCount);
-  const uint32_t table = LoadU32(p + kHdrCaseTable);
-  if (count < 1 || count > kMaxCases)
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: case_count %u is not in 1..%u",
-                         (unsigned)count, (unsigned)kMaxCases);
-  if (table % 4 != 0 || table < kHeaderSize || !RangeOk(table, count * kCaseRecordSize, suite_size))
-    return Status::Error(StatusCode::kInvalidBlob, "suite header: case table at %u is invalid",
-                         (unsigned)table);
+  const uint32_t suite_size = h.size, count = h.case_count, table = h.case_table;
   // Everything the records point to lies after the case table and tensor
   // tables; find where those end first.
   uint32_t tables_end = table + count * kCaseRecordSize;
@@ -274,7 +235,7 @@ Status ParseSuite(const void* data, size_t size, Suite* out) {
       return Status::Error(StatusCode::kInvalidBlob, "case %u: name [%u, +%u) is outside the suite data",
                            (unsigned)i, (unsigned)n_off, (unsigned)n_size);
     for (uint32_t k = 0; k < n_size; ++k)
-      if (!NameCharOk(p[n_off + k]))
+      if (!container::CaseNameCharOk(p[n_off + k]))
         return Status::Error(StatusCode::kInvalidBlob, "case %u: name has a character outside [A-Za-z0-9_.-]",
                              (unsigned)i);
     const uint32_t runs = LoadU32(r + kCaseRuns);
@@ -293,9 +254,7 @@ Status ParseSuite(const void* data, size_t size, Suite* out) {
     }
   }
   out->base_ = p;
-  out->size_ = suite_size;
-  out->count_ = count;
-  out->table_ = table;
+  out->header_ = h;
   out->pte_offset_ = pte_off;
   out->pte_size_ = pte_size;
   memcpy(out->method_, p + m_off, m_size);

@@ -8,6 +8,7 @@
 //    (per-channel functions: prelu with a slope per channel).
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -115,9 +116,15 @@ Status EvalChannelLut(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+ESPNN_S3_SCALAR_ROUTE(kHardSwishS3Rule, "esp_nn_hard_swish_s8 (LUT C)",
+                      "§5.1 hard_swish: per-call LUT built with ANSI");
+#endif
+
 }  // namespace
 
-extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch, EvalHardSwish};
+extern const OpKernel kHardSwishKernel = {ValidateHardSwish, HardSwishScratch,
+                                          EvalHardSwish ESPNN_S3_ROUTE(kHardSwishS3Rule)};
 extern const OpKernel kLutKernel = {ValidateLut, nullptr, EvalLut};
 extern const OpKernel kChannelLutKernel = {ValidateChannelLut, nullptr, EvalChannelLut};
 

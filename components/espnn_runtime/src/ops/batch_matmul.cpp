@@ -19,6 +19,7 @@
 
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -186,8 +187,24 @@ Status EvalBatchMatmul(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// esp_nn_fully_connected_s8 per output row, the rhs as its filter.
+void DescribeBatchMatmul(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribeS3FullyConnectedCall(r, op.Params<BATCH_MATMUL_Params>().rhs_offset, ctx.tensor(op.inputs[0]).inner(0),
+                               "rhs_offset", "K");
+}
+
+const S3RouteRule kBatchMatmulS3Rule = {
+    "BATCH_MATMUL is esp_nn_fully_connected_s8 per output row (the rhs is the filter, rhs_offset its "
+    "filter_offset), so §5.1 FC applies: filter_offset == 0 and K >= 16 -> ACCX dot product, else the s16 asm. "
+    "[runtime: an rhs [K, N] is transposed into the scratch per batch first (interpreter copy, no MACs); "
+    "misaligned lhs rows are copied to the aligned scratch.]",
+    kS3FullyConnectedKernels, DescribeBatchMatmul};
+#endif
+
 }  // namespace
 
-extern const OpKernel kBatchMatmulKernel = {ValidateBatchMatmul, BatchMatmulScratch, EvalBatchMatmul};
+extern const OpKernel kBatchMatmulKernel = {ValidateBatchMatmul, BatchMatmulScratch,
+                                            EvalBatchMatmul ESPNN_S3_ROUTE(kBatchMatmulS3Rule)};
 
 }  // namespace espnn

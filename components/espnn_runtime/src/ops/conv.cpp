@@ -41,6 +41,7 @@
 
 #include "ops/conv_util.h"
 #include "ops/espnn_api.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -288,14 +289,27 @@ void EvalStaged(const ConvGeom& g, const ConvData& d, const EvalContext& ctx) {
   }
 }
 
+// The route of a conv (see the file comment); `s3_optimized`: as an
+// optimized ESP32-S3 build routes it (eval passes kEspnnS3Optimized, the
+// host's description true).
+enum class ConvRoute { kStaged, kDirect, kAnsiPaddingDefect, kEspnn };
+
+ConvRoute RouteConv(const ConvGeom& g, bool s3_optimized) {
+  if (g.staged()) return ConvRoute::kStaged;
+  if (g.dilated()) return ConvRoute::kDirect;
+  if (s3_optimized && S3PaddingDefect(g)) return ConvRoute::kAnsiPaddingDefect;
+  return ConvRoute::kEspnn;
+}
+
 Status EvalConv(const OpInfo& op, const EvalContext& ctx) {
   const ConvGeom g = Geometry(ctx, op);
   const ConvData d = ReadConvData(op, ctx);
-  if (g.staged()) {
+  const ConvRoute route = RouteConv(g, kEspnnS3Optimized);
+  if (route == ConvRoute::kStaged) {
     EvalStaged(g, d, ctx);
     return Status::Ok();
   }
-  if (g.dilated()) {
+  if (route == ConvRoute::kDirect) {
     // OHWI filter: output o's tap (ky, kx, i) at ((o*kh + ky)*kw + kx)*Cg + i.
     const uint32_t cg = g.filter_c;
     DirectConv(d, g, {cg, g.out_c / (uint32_t)g.p.groups, g.k_h * g.k_w * cg, g.k_w * cg, cg}, g.p);
@@ -304,7 +318,7 @@ Status EvalConv(const OpInfo& op, const EvalContext& ctx) {
 
   const auto a = EspnnArgs(g);
   quant_data_t quant = EspnnQuant(d);
-  const bool padding_defect = kEspnnS3Optimized && S3PaddingDefect(g);
+  const bool padding_defect = route == ConvRoute::kAnsiPaddingDefect;
   ForEachImage(g, d, [&](const int8_t* in_n, int8_t* out_n, bool aligned) {
     if (padding_defect || !aligned) {
       esp_nn_conv_s8_ansi(&a.in_dims, in_n, &a.filter_dims, d.filter, d.bias, &a.out_dims, out_n,
@@ -319,8 +333,89 @@ Status EvalConv(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// ESP-NN 1.2.3's S3 esp_nn_conv_s8 on one dense call of `in_c` input channels
+// (its dispatcher, in this order): 1x1, pad 0, stride 1 -> mult8_1x1 asm when
+// in_ch % 8 == 0, else C with inline-asm QACC MACs (scalar tail for the
+// in_ch remainder and the last W*H % 8 pixels); fw*in_ch < 16 and
+// fw*fh*in_ch >= 16 -> im2col + ACCX dot product; else the general asm
+// (filter rows zero-padded to 16). `share`: the MACs that reach it.
+void DescribeEspnnConv(S3Route* r, double share, uint32_t kh, uint32_t kw, uint32_t in_c, int32_t stride_h,
+                       int32_t stride_w, int32_t pad_top, int32_t pad_left, uint32_t out_h, uint32_t out_w,
+                       const char* prefix) {
+  if (kh == 1 && kw == 1 && pad_top == 0 && pad_left == 0 && stride_h == 1 && stride_w == 1) {
+    if (in_c % 8 == 0) {
+      SetS3Route(r, true, share, "esp_nn_conv_s8_mult8_1x1_esp32s3", "%s1x1, pad 0, stride 1, in_ch %% 8 == 0",
+                 prefix);
+      return;
+    }
+    const double pixels = (double)out_h * out_w;
+    const double frac = share * (double)(in_c / 8 * 8) / in_c * (pixels - (double)((uint64_t)pixels % 8)) / pixels;
+    SetS3Route(r, frac > 0, frac, "1x1 C + inline asm (QACC)",
+               "%s1x1, in_ch %% 8 = %u: remainder channels and last W*H %% 8 pixels scalar", prefix,
+               (unsigned)(in_c % 8));
+    return;
+  }
+  if ((uint64_t)kw * in_c < 16 && (uint64_t)kw * kh * in_c >= 16) {
+    SetS3Route(r, true, share, "conv im2col + ACCX", "%sfw*in_ch < 16 and fw*fh*in_ch >= 16: im2col", prefix);
+    return;
+  }
+  SetS3Route(r, true, share, "conv general asm (esp32s3)", "%sgeneral S3 conv (filter rows padded to 16)", prefix);
+}
+
+void DescribeConv(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  const ConvGeom g = Geometry(ctx, op);
+  switch (RouteConv(g, true)) {
+    case ConvRoute::kDirect:
+      SetS3Route(r, false, 0.0, "interpreter direct conv",
+                 "dilated with groups or with stride > 1 on the dilated axis: ESP-NN ignores dilation");
+      return;
+    case ConvRoute::kStaged: {
+      // Per phase / group, gathered into 16-aligned scratch, the dense kernel with pad 0.
+      const StagedAxis h = AxisH(g), w = AxisW(g);
+      char prefix[64];
+      if (g.dilated())
+        snprintf(prefix, sizeof prefix, "staged (dilation by phases): ");
+      else
+        snprintf(prefix, sizeof prefix, "staged (%d groups one by one): ", (int)g.p.groups);
+      DescribeEspnnConv(r, 1.0, g.k_h, g.k_w, StagedInC(g), (int32_t)h.stride, (int32_t)w.stride, 0, 0, g.out_h,
+                        g.out_w, prefix);
+      return;
+    }
+    case ConvRoute::kAnsiPaddingDefect:
+      SetS3Route(r, false, 0.0, "esp_nn_conv_s8_ansi",
+                 "trailing pad > leading pad (S3 asymmetric-pad defect, §5.3 item 1) -> ANSI");
+      return;
+    case ConvRoute::kEspnn: break;
+  }
+  uint32_t aligned = 0;
+  ForEachImage(g, ReadConvData(op, ctx), [&](const int8_t*, int8_t*, bool ok) { aligned += ok; });
+  if (aligned == 0) {
+    SetS3Route(r, false, 0.0, "esp_nn_conv_s8_ansi", "image pointers not 16-byte aligned -> ANSI");
+    return;
+  }
+  DescribeEspnnConv(r, (double)aligned / g.batch, g.k_h, g.k_w, g.in_c, g.p.stride_h, g.p.stride_w, g.p.pad_top,
+                    g.p.pad_left, g.out_h, g.out_w, "");
+}
+
+const char* const kConvS3Kernels[] = {
+    "interpreter direct conv", "esp_nn_conv_s8_ansi", "esp_nn_conv_s8_mult8_1x1_esp32s3",
+    "1x1 C + inline asm (QACC)", "conv im2col + ACCX", "conv general asm (esp32s3)", nullptr};
+
+const S3RouteRule kConvS3Rule = {
+    "§5.1 conv: (1) filt_dims.channels != in_ch -> ANSI, and ESP-NN ignores dilation [this runtime "
+    "stages both: each group, or each phase of a dilation with stride 1 on the dilated axis, is gathered and run "
+    "through the dense kernel; dilated and grouped, or dilated with a stride: its own direct loop]. (2) 1x1, pad "
+    "0, stride 1: in_ch % 8 == 0 -> mult8_1x1 asm; else C + inline-asm 1x1 (QACC MACs, scalar tail for the in_ch "
+    "remainder and the last W*H % 8 pixels). (4) fw*in_ch < 16 and fw*fh*in_ch >= 16 -> im2col + ACCX dot "
+    "product. (5) otherwise the general asm (filter rows zero-padded to 16). §5.3 item 1: asymmetric "
+    "padding with a non-zero leading pad whose trailing pad is larger -> wrong last row/column [runtime: "
+    "S3PaddingDefect -> ANSI]. Misaligned images -> ANSI.",
+    kConvS3Kernels, DescribeConv};
+#endif
+
 }  // namespace
 
-extern const OpKernel kConv2dKernel = {ValidateConv, ConvScratchBytes, EvalConv};
+extern const OpKernel kConv2dKernel = {ValidateConv, ConvScratchBytes, EvalConv ESPNN_S3_ROUTE(kConvS3Rule)};
 
 }  // namespace espnn

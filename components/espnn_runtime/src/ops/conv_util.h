@@ -101,40 +101,19 @@ inline Status CheckRequantConstants(const Model& m, const OpInfo& op, uint32_t o
   return Status::Ok();
 }
 
-// ESP-NN (and TFLite's reference) accumulates bias + sum((x + input_offset) * w)
-// in int32 and shifts the sum left by max(shift, 0) in int32 before the Q31
-// multiply; both wrap silently past int32 (undefined behaviour in C). As
-// FULLY_CONNECTED does, bound the worst case per output channel from the
-// constant filter and bias and reject a layer that could leave int32.
-// Output channel o reads the filter taps o * channel_stride + t * tap_stride,
-// t < taps (conv and transposed conv: its row; depthwise: its column). For a
-// transposed conv, all taps of the row bound what any output pixel sums.
+// The accumulator bound of ops::CheckAccumulatorRows for a conv's constant
+// filter, bias and shifts. Output channel o reads the filter taps
+// o * channel_stride + t * tap_stride, t < taps (conv and transposed conv:
+// its row; depthwise: its column). For a transposed conv, all taps of the
+// row bound what any output pixel sums.
 inline Status CheckAccumulatorRange(const Model& m, const OpInfo& op, uint32_t out_c, uint64_t taps,
                                     uint64_t channel_stride, uint64_t tap_stride, int32_t input_offset) {
   const int8_t* w = (const int8_t*)m.constant_data(ops::InputTensor(m, op, kFilter));
   const uint8_t* bias =
       op.inputs[kBias] != xts3::kNoTensor ? m.constant_data(ops::InputTensor(m, op, kBias)) : nullptr;
   const uint8_t* shift = m.constant_data(ops::InputTensor(m, op, kShift));
-  const int64_t x_lo = -128 + (int64_t)input_offset, x_hi = 127 + (int64_t)input_offset;
-  const int64_t max_x = x_hi > -x_lo ? x_hi : -x_lo;
-  for (uint32_t o = 0; o < out_c; ++o) {
-    int64_t wsum = 0;  // taps <= the filter's element count, each |w| <= 128
-    for (uint64_t t = 0; t < taps; ++t) {
-      const int64_t v = w[o * channel_stride + t * tap_stride];
-      wsum += v < 0 ? -v : v;
-    }
-    int64_t bound = wsum * max_x;
-    if (bias != nullptr) {
-      const int64_t b = ops::LoadI32(bias, o);
-      bound += b < 0 ? -b : b;
-    }
-    const int32_t s = ops::LoadI32(shift, o);
-    const int64_t limit = s > 0 ? (int64_t)(INT32_MAX >> s) : (int64_t)INT32_MAX;
-    if (bound > limit)
-      return ops::Fail("output channel %u: |bias| + sum|w| * %d, shifted left by %d, can exceed int32",
-                       (unsigned)o, (int)max_x, (int)(s > 0 ? s : 0));
-  }
-  return Status::Ok();
+  return ops::CheckAccumulatorRows(w, bias, shift, out_c, taps, channel_stride, tap_stride,
+                                   input_offset, "output channel");
 }
 
 // The tensor geometry of the three ops: input [batch, in_h, in_w, in_c],

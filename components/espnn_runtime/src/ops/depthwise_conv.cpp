@@ -30,6 +30,7 @@
 
 #include "ops/conv_util.h"
 #include "ops/espnn_api.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -62,6 +63,9 @@ struct DwGeom : ConvShape {
            s16_bytes > 48 * 1024 && p.input_offset != 0 && rows_outside;
   }
 };
+
+// Where eval sends a layer (RouteDepthwise below).
+enum class DwRoute { kOwnKernel, kAnsiScratchDefect, kAnsiTiledPadDefect, kEspnn };
 
 DwGeom Geometry(const Model& m, const OpInfo& op) {
   return {ReadConvShape(m, op), op.Params<DEPTHWISE_CONV2D_Params>()};
@@ -121,10 +125,21 @@ uint32_t DepthwiseScratchBytes(const Model& m, const OpInfo& op) {
   return (uint32_t)bytes + kDepthwiseScratchMargin;
 }
 
+// The route of a depthwise layer (see the file comment); `s3_optimized`: as
+// an optimized ESP32-S3 build routes it (eval passes kEspnnS3Optimized, the
+// host's description and the lowering's pre-padding choice true).
+DwRoute RouteDepthwise(const DwGeom& g, bool s3_optimized) {
+  if (g.uses_own_kernel()) return DwRoute::kOwnKernel;
+  if (s3_optimized && g.s3_scratch_defect()) return DwRoute::kAnsiScratchDefect;
+  if (s3_optimized && g.s3_tiled_pad_defect()) return DwRoute::kAnsiTiledPadDefect;
+  return DwRoute::kEspnn;
+}
+
 Status EvalDepthwise(const OpInfo& op, const EvalContext& ctx) {
   const DwGeom g = Geometry(ctx, op);
   const ConvData d = ReadConvData(op, ctx);
-  if (g.uses_own_kernel()) {
+  const DwRoute route = RouteDepthwise(g, kEspnnS3Optimized);
+  if (route == DwRoute::kOwnKernel) {
     // Depthwise = groups of one input channel and ch_mult outputs; the
     // filter is [kh][kw][C*M], so output o's tap (ky, kx) is at
     // (ky*kw + kx)*C*M + o.
@@ -134,7 +149,7 @@ Status EvalDepthwise(const OpInfo& op, const EvalContext& ctx) {
 
   const auto a = EspnnArgs(g);
   quant_data_t quant = EspnnQuant(d);
-  const bool s3_defect = kEspnnS3Optimized && (g.s3_scratch_defect() || g.s3_tiled_pad_defect());
+  const bool s3_defect = route != DwRoute::kEspnn;
   ForEachImage(g, d, [&](const int8_t* in_n, int8_t* out_n, bool aligned) {
     if (s3_defect || !aligned) {
       esp_nn_depthwise_conv_s8_ansi(&a.in_dims, in_n, &a.filter_dims, d.filter, d.bias,
@@ -149,9 +164,87 @@ Status EvalDepthwise(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// The route of a layer of geometry `g`, `aligned` of whose images start
+// 16-byte aligned (input and output).
+void DescribeGeometry(const DwGeom& g, uint32_t aligned, S3Route* r) {
+  switch (RouteDepthwise(g, true)) {
+    case DwRoute::kOwnKernel:
+      if (g.dilated())
+        SetS3Route(r, false, 0.0, "interpreter direct conv", "dilation != 1: ESP-NN ignores dilation");
+      else
+        SetS3Route(r, false, 0.0, "interpreter direct conv", "geometry beyond ESP-NN's int16 window origin");
+      return;
+    case DwRoute::kAnsiScratchDefect:
+      SetS3Route(r, false, 0.0, "esp_nn_depthwise_conv_s8_ansi",
+                 "3x3, ch %% 16 == 0, pads not (0,0)/(1,1): S3 scratch defect (§5.3 item 2) -> ANSI");
+      return;
+    case DwRoute::kAnsiTiledPadDefect:
+      SetS3Route(r, false, 0.0, "esp_nn_depthwise_conv_s8_ansi",
+                 "not 3x3, int16 copies > 48 KiB, input_offset != 0, rows outside the image: "
+                 "S3 tiled-padding defect -> ANSI");
+      return;
+    case DwRoute::kEspnn: break;
+  }
+  if (aligned == 0) {
+    SetS3Route(r, false, 0.0, "esp_nn_depthwise_conv_s8_ansi", "image pointers not 16-byte aligned -> ANSI");
+    return;
+  }
+  // ESP-NN 1.2.3's S3 esp_nn_depthwise_conv_s8 dispatch.
+  const double share = (double)aligned / g.batch;
+  const int32_t m = g.p.ch_mult;
+  const uint32_t ch = g.in_c;
+  if (m == 1 && ch % 8 == 0)
+    SetS3Route(r, true, share, "depthwise s8/s16 mult1 asm", "ch_mult 1, ch %% 8 == 0");
+  else if (m == 1 && ch > 3)
+    SetS3Route(r, true, share, "depthwise s16 mult1 asm (channels padded to 8)", "ch_mult 1, ch > 3, ch %% 8 != 0");
+  else if (m % 8 == 0)
+    SetS3Route(r, true, share, "depthwise s16 mult8 asm", "ch_mult %% 8 == 0");
+  else if (m % 4 == 0)
+    SetS3Route(r, true, share, "depthwise s16 mult4 asm", "ch_mult %% 4 == 0");
+  else
+    SetS3Route(r, false, 0.0, "depthwise generic _opt C", "ch_mult %d with %u channels: no S3 asm path", (int)m,
+               (unsigned)ch);
+}
+
+void DescribeDepthwise(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  const DwGeom g = Geometry(ctx, op);
+  uint32_t aligned = 0;
+  ForEachImage(g, ReadConvData(op, ctx), [&](const int8_t*, int8_t*, bool ok) { aligned += ok; });
+  DescribeGeometry(g, aligned, r);
+}
+
+const char* const kDepthwiseS3Kernels[] = {
+    "interpreter direct conv", "esp_nn_depthwise_conv_s8_ansi", "depthwise s8/s16 mult1 asm",
+    "depthwise s16 mult1 asm (channels padded to 8)", "depthwise s16 mult8 asm", "depthwise s16 mult4 asm",
+    "depthwise generic _opt C", nullptr};
+
+const S3RouteRule kDepthwiseS3Rule = {
+    "§5.1 depthwise: ch_mult 1 and ch % 8 == 0 -> s8/s16 asm paths (3x3 with ch % 16 == 0 and pad (1,1)/(0,0): "
+    "s8 padded asm; 3x3 ch >= 12: channel-padded s8 asm; ch == 8: s16 3x3; other kernels: s16 mult1); ch_mult 1, "
+    "ch > 3, ch % 8 != 0 -> channels padded to 8, s16 mult1; ch_mult % 8 == 0 -> s16 mult8; ch_mult % 4 == 0 -> "
+    "s16 mult4; everything else -> generic _opt C. §5.3 item 2 (scratch under-allocation for 3x3, ch % 16 == 0, "
+    "pads other than (0,0)/(1,1)) [runtime: -> ANSI]. The row-tiled s16 mult1 path (not 3x3, int16 copies > "
+    "48 KiB) fills rows outside the image with input_offset [runtime: with input_offset != 0 -> ANSI]. Dilation "
+    "and int16-overflowing geometry [runtime: own direct loop]. Misaligned images -> ANSI.",
+    kDepthwiseS3Kernels, DescribeDepthwise};
+#endif
+
 }  // namespace
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+S3Route DescribeS3DepthwiseLayer(const conv_util::ConvShape& shape, const DEPTHWISE_CONV2D_Params& params,
+                                 const char** route_name) {
+  const DwGeom g = {shape, params};
+  static const char* const kNames[] = {"own_kernel", "ansi_scratch_defect", "ansi_tiled_pad_defect", "espnn"};
+  *route_name = kNames[(int)RouteDepthwise(g, true)];
+  S3Route r;
+  DescribeGeometry(g, g.batch, &r);
+  return r;
+}
+#endif
+
 extern const OpKernel kDepthwiseConv2dKernel = {ValidateDepthwise, DepthwiseScratchBytes,
-                                                EvalDepthwise};
+                                                EvalDepthwise ESPNN_S3_ROUTE(kDepthwiseS3Rule)};
 
 }  // namespace espnn

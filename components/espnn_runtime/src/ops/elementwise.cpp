@@ -13,6 +13,7 @@
 
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -197,6 +198,12 @@ bool IsChannelBroadcast(const TensorInfo& a, const TensorInfo& b, const TensorIn
 
 bool Aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
 
+// ESP-NN's contiguous S3 bodies take 16-byte aligned operands (see
+// AddContiguous, MulContiguous).
+bool S3ContiguousAligned(const void* a, const void* b, const void* out) {
+  return Aligned16(a) && Aligned16(b) && Aligned16(out);
+}
+
 // ------------------------------------------------------------------ ADD
 
 Status ValidateAdd(const Model& m, const OpInfo& op) {
@@ -236,7 +243,7 @@ void AddContiguous(const int8_t* a, const int8_t* b, int8_t* out, uint32_t n,
   // The ESP32-S3 SIMD body runs when both inputs are 16-byte aligned and
   // stores 8 output bytes at a time without checking the output's
   // alignment; other pointer combinations go to the plain C version.
-  if (Aligned16(a) && Aligned16(b) && Aligned16(out)) {
+  if (S3ContiguousAligned(a, b, out)) {
     esp_nn_add_elementwise_s8(a, b, p.input1_offset, p.input2_offset, p.input1_mult,
                               p.input2_mult, p.input1_shift, p.input2_shift, p.left_shift, out,
                               p.output_offset, p.output_mult, p.output_shift, p.act_min,
@@ -286,7 +293,7 @@ void MulContiguous(const int8_t* a, const int8_t* b, int8_t* out, uint32_t n,
   // output); its scalar loop (short, unaligned or the n % 8 tail) rounds
   // negative products differently. That part goes to the C version.
   uint32_t head = 0;
-  if (Aligned16(a) && Aligned16(b) && Aligned16(out)) head = n & ~7u;
+  if (S3ContiguousAligned(a, b, out)) head = n & ~7u;
   if (head > 0)
     esp_nn_mul_elementwise_s8(a, b, p.input1_offset, p.input2_offset, out, p.output_offset,
                               p.output_mult, p.output_shift, p.act_min, p.act_max,
@@ -317,9 +324,63 @@ Status EvalMul(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// ESP-NN 1.2.3's S3 add and mul: the asm SIMD body when the size reaches
+// `min_size` and the operands are 16-byte aligned; broadcasting is not an
+// ESP-NN case (the interpreter's runs), except mul's [S,C] x [C].
+void DescribeBinary(const Operands& x, uint32_t min_size, const char* simd_kernel, const char* scalar_kernel,
+                    const char* misaligned_kernel, S3Route* r) {
+  if (!x.same_size()) {
+    SetS3Route(r, false, 0.0, "interpreter broadcast loop", "broadcasting: ESP-NN add/mul take equal sizes only");
+  } else if (x.n < min_size) {
+    SetS3Route(r, false, 0.0, scalar_kernel, "size < %u", (unsigned)min_size);
+  } else if (!S3ContiguousAligned(x.a, x.b, x.out)) {
+    SetS3Route(r, false, 0.0, misaligned_kernel, "operands not 16-byte aligned");
+  } else {
+    SetS3Route(r, true, 1.0, simd_kernel, "size >= %u, operands 16-byte aligned (arena offsets)", (unsigned)min_size);
+  }
+}
+
+void DescribeAdd(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribeBinary(ReadOperands(op, ctx), 12, "esp_nn_add_elementwise_s8_esp32s3", "add scalar loop",
+                 "esp_nn_add_elementwise_s8_ansi", r);
+}
+
+void DescribeMul(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  const Operands x = ReadOperands(op, ctx);
+  const bool a_map = IsChannelBroadcast(x.ta, x.tb, x.to);
+  if (a_map || IsChannelBroadcast(x.tb, x.ta, x.to)) {
+    // ESP-NN's S3 routine vectorizes rows of >= 8 channels that start 16-byte aligned.
+    const uint32_t c = x.to.inner(0);
+    if (c >= 8 && c % 16 == 0 && Aligned16(a_map ? x.a : x.b) && Aligned16(x.out))
+      SetS3Route(r, true, 1.0, "esp_nn_mul_broadcast_channel_s8_esp32s3",
+                 "[S,C] x [C], channels >= 8, rows 16-byte aligned");
+    else
+      SetS3Route(r, false, 0.0, "mul_broadcast_channel scalar", "channels < 8 or rows not 16-byte aligned");
+    return;
+  }
+  DescribeBinary(x, 8, "esp_nn_mul_elementwise_s8_esp32s3", "mul scalar loop", "esp_nn_mul_elementwise_s8_ansi", r);
+}
+
+const char* const kAddS3Kernels[] = {"interpreter broadcast loop", "add scalar loop", "esp_nn_add_elementwise_s8_ansi",
+                                     "esp_nn_add_elementwise_s8_esp32s3", nullptr};
+const char* const kMulS3Kernels[] = {"esp_nn_mul_broadcast_channel_s8_esp32s3", "mul_broadcast_channel scalar",
+                                     "interpreter broadcast loop", "mul scalar loop", "esp_nn_mul_elementwise_s8_ansi",
+                                     "esp_nn_mul_elementwise_s8_esp32s3", nullptr};
+const S3RouteRule kAddS3Rule = {
+    "§5.1 add: asm SIMD body when size >= 12 and both inputs 16-byte aligned (output 8-byte aligned); "
+    "broadcasting is not an ESP-NN case.",
+    kAddS3Kernels, DescribeAdd};
+const S3RouteRule kMulS3Rule = {
+    "§5.1 mul: asm SIMD body when size >= 8 and both inputs 16-byte aligned (output 8-byte aligned); "
+    "broadcasting is not an ESP-NN case, except a channel vector times a map "
+    "(esp_nn_mul_broadcast_channel_s8: SIMD for >= 8 channels in 16-byte aligned rows).",
+    kMulS3Kernels, DescribeMul};
+#endif
+
 }  // namespace
 
-extern const OpKernel kAddKernel = {ValidateAdd, nullptr, EvalAdd};
-extern const OpKernel kMulKernel = {ValidateMul, nullptr, EvalMul};
+extern const OpKernel kAddKernel = {ValidateAdd, nullptr, EvalAdd ESPNN_S3_ROUTE(kAddS3Rule)};
+extern const OpKernel kMulKernel = {ValidateMul, nullptr, EvalMul ESPNN_S3_ROUTE(kMulS3Rule)};
 
 }  // namespace espnn

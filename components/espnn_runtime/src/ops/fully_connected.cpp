@@ -10,6 +10,7 @@
 
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -176,9 +177,23 @@ Status EvalFullyConnected(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+void DescribeFullyConnected(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribeS3FullyConnectedCall(r, op.Params<FULLY_CONNECTED_Params>().filter_offset,
+                               ctx.tensor(op.inputs[1]).dims[1], "filter_offset", "row_len");
+}
+
+const S3RouteRule kFullyConnectedS3Rule = {
+    "§5.1 FC: filter_offset == 0, row_len >= 16 and the input 16-byte aligned -> C loop with an ACCX dot "
+    "product; otherwise the s16 asm (esp_nn_fc_s16_esp32s3). Both are vector paths. [runtime: ESP-NN 1.2.3 on "
+    "the S3 gives wrong results for an input row that is not 16-byte aligned, so such rows are copied to the "
+    "aligned scratch first.]",
+    kS3FullyConnectedKernels, DescribeFullyConnected};
+#endif
+
 }  // namespace
 
 extern const OpKernel kFullyConnectedKernel = {ValidateFullyConnected, FullyConnectedScratch,
-                                               EvalFullyConnected};
+                                               EvalFullyConnected ESPNN_S3_ROUTE(kFullyConnectedS3Rule)};
 
 }  // namespace espnn

@@ -4,6 +4,7 @@
 // QuantizedMeanOrSum does; the zero points are passed raw.
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -54,8 +55,13 @@ Status EvalMean(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+ESPNN_S3_SCALAR_ROUTE(kMeanS3Rule, "esp_nn_mean_nhwc_s8 (C)",
+                      "§5.1 mean: pure C (int16/int32 accumulation), no SIMD");
+#endif
+
 }  // namespace
 
-extern const OpKernel kMeanHwKernel = {ValidateMean, nullptr, EvalMean};
+extern const OpKernel kMeanHwKernel = {ValidateMean, nullptr, EvalMean ESPNN_S3_ROUTE(kMeanS3Rule)};
 
 }  // namespace espnn

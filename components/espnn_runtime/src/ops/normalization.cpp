@@ -13,6 +13,7 @@
 // 1/sqrt(D) is a normalised mantissa from an exact integer square root and
 // one 64-bit division per row; every rounding is "add half, shift right".
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -158,8 +159,14 @@ Status EvalLayerNorm(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+ESPNN_S3_SCALAR_ROUTE(kLayerNormS3Rule, "interpreter layer norm",
+                      "§1.4: ESP-NN has no normalisation function; the interpreter computes it in integer C "
+                      "(two passes per row)");
+#endif
+
 }  // namespace
 
-extern const OpKernel kLayerNormKernel = {ValidateLayerNorm, nullptr, EvalLayerNorm};
+extern const OpKernel kLayerNormKernel = {ValidateLayerNorm, nullptr, EvalLayerNorm ESPNN_S3_ROUTE(kLayerNormS3Rule)};
 
 }  // namespace espnn

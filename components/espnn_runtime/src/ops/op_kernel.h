@@ -9,6 +9,8 @@
 
 namespace espnn {
 
+struct S3RouteRule;  // ops/s3_route.h (host builds only)
+
 // A band of an NHWC tensor [1,H,W,C] inside a fused region (BAND_LOOP): the
 // op sees `rows` rows at `data` instead of the whole tensor (rows of an NHWC
 // image are contiguous, so a band is a smaller image).
@@ -61,6 +63,11 @@ struct OpKernel {
   uint32_t (*scratch_bytes)(const Model& model, const OpInfo& op);
   // Runs the op. Allocates nothing.
   Status (*eval)(const OpInfo& op, const EvalContext& ctx);
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+  // How an optimized ESP32-S3 build routes the op (ops/s3_route.h); nullptr:
+  // the interpreter's own code. Host builds only.
+  const S3RouteRule* s3_route = nullptr;
+#endif
 };
 
 // The kernel of an opcode known to this runtime, else nullptr.

@@ -44,6 +44,31 @@ namespace {
   X(GRU, kGruKernel)                                    \
   X(LSTM, kLstmKernel)
 
+// One row above per opcode of the format, in the format's order: a row added
+// to ESPNN_XTS3_OPS without its kernel here fails the build, instead of
+// leaving a model with the op to be refused at parse time.
+constexpr xts3::Opcode kRegisteredOps[] = {
+#define ESPNN_X(op, kernel) xts3::Opcode::op,
+    ESPNN_OP_KERNELS(ESPNN_X)
+#undef ESPNN_X
+};
+constexpr xts3::Opcode kFormatOps[] = {
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) xts3::Opcode::name,
+    ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+};
+
+constexpr bool RegistryFollowsFormat() {
+  if (sizeof(kRegisteredOps) != sizeof(kFormatOps)) return false;
+  for (size_t i = 0; i < sizeof(kFormatOps) / sizeof(kFormatOps[0]); ++i) {
+    if (kRegisteredOps[i] != kFormatOps[i]) return false;
+  }
+  return true;
+}
+static_assert(RegistryFollowsFormat(),
+              "ESPNN_OP_KERNELS (op_registry.cpp) needs one row per opcode of ESPNN_XTS3_OPS (xts3_format.h), "
+              "in the same order");
+
 constexpr bool IsSeparator(char c) { return c == ',' || c == ' ' || c == ';'; }
 
 // True when [word, end) spells `name`.

@@ -72,5 +72,31 @@ Status ExpectActivationRange(int32_t act_min, int32_t act_max) {
   return Status::Ok();
 }
 
+Status CheckAccumulatorRows(const int8_t* w, const uint8_t* bias, const uint8_t* shift,
+                            uint32_t rows, uint64_t taps, uint64_t row_stride,
+                            uint64_t tap_stride, int32_t input_offset, const char* what) {
+  const int64_t x_lo = -128 + (int64_t)input_offset, x_hi = 127 + (int64_t)input_offset;
+  const int64_t max_x = x_hi > -x_lo ? x_hi : -x_lo;
+  for (uint32_t r = 0; r < rows; ++r) {
+    int64_t wsum = 0;  // taps <= the weights' element count, each |w| <= 128
+    for (uint64_t t = 0; t < taps; ++t) {
+      const int64_t v = w[r * row_stride + t * tap_stride];
+      wsum += v < 0 ? -v : v;
+    }
+    int64_t bound = wsum * max_x;
+    if (bias != nullptr) {
+      const int64_t b = LoadI32(bias, r);
+      bound += b < 0 ? -b : b;
+    }
+    const int32_t s = LoadI32(shift, r);
+    const int64_t limit = s > 0 ? (int64_t)(INT32_MAX >> s) : (int64_t)INT32_MAX;
+    if (bound > limit)
+      return Fail("%s %u: |bias| + sum|w| * %d, shifted left by %d, can exceed int32", what,
+                  (unsigned)r, (int)max_x, (int)(s > 0 ? s : 0));
+  }
+  return Status::Ok();
+}
+
+
 }  // namespace ops
 }  // namespace espnn

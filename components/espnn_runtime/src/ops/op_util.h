@@ -36,6 +36,17 @@ Status ExpectRange(int32_t value, const char* what, int32_t lo, int32_t hi);
 // act_min <= act_max, both in int8 range.
 Status ExpectActivationRange(int32_t act_min, int32_t act_max);
 
+// The int8 kernels accumulate bias + sum((x + input_offset) * w) in int32 and
+// MBQM shifts that sum left by max(shift, 0) in int32; both wrap past int32
+// (the sum is undefined behaviour in C). Bound the worst case of each of
+// `rows` rows from its constant weights and bias and reject a layer that
+// could leave int32. Row r reads the weights w[r * row_stride + t * tap_stride],
+// t < taps; `bias` may be null; `what` names a row in the message
+// ("output channel", "w_ih row").
+Status CheckAccumulatorRows(const int8_t* w, const uint8_t* bias, const uint8_t* shift,
+                            uint32_t rows, uint64_t taps, uint64_t row_stride,
+                            uint64_t tap_stride, int32_t input_offset, const char* what);
+
 // int32 element i of a little-endian constant or table (memcpy keeps the load
 // legal at any alignment and compiles to a plain load).
 inline int32_t LoadI32(const uint8_t* p, uint32_t i) {

@@ -5,6 +5,7 @@
 // the output size.
 #include "ops/espnn_api.h"
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -113,19 +114,44 @@ Status EvalPool(const OpInfo& op, const EvalContext& ctx, PoolFn fn) {
 // returns without writing anything otherwise, and avg pool falls back to an
 // int16 accumulator that overflows on large windows. The ANSI functions are
 // always linked, so route such channel counts there explicitly.
+bool S3PoolSimd(const OpInfo& op, const EvalContext& ctx) { return ctx.tensor(op.inputs[0]).dims[3] % 4u == 0; }
+
 Status EvalAvgPool(const OpInfo& op, const EvalContext& ctx) {
-  const bool simd_ok = ctx.tensor(op.inputs[0]).dims[3] % 4u == 0;
-  return EvalPool(op, ctx, simd_ok ? PoolFn{esp_nn_avg_pool_s8} : PoolFn{esp_nn_avg_pool_s8_ansi});
+  return EvalPool(op, ctx, S3PoolSimd(op, ctx) ? PoolFn{esp_nn_avg_pool_s8} : PoolFn{esp_nn_avg_pool_s8_ansi});
 }
 
 Status EvalMaxPool(const OpInfo& op, const EvalContext& ctx) {
-  const bool simd_ok = ctx.tensor(op.inputs[0]).dims[3] % 4u == 0;
-  return EvalPool(op, ctx, simd_ok ? PoolFn{esp_nn_max_pool_s8} : PoolFn{esp_nn_max_pool_s8_ansi});
+  return EvalPool(op, ctx, S3PoolSimd(op, ctx) ? PoolFn{esp_nn_max_pool_s8} : PoolFn{esp_nn_max_pool_s8_ansi});
 }
+
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// kernels: the S3 asm, then the ANSI function.
+const char* const kAvgPoolS3Kernels[] = {"esp_nn_avg_pool_s8_esp32s3", "esp_nn_avg_pool_s8_ansi", nullptr};
+const char* const kMaxPoolS3Kernels[] = {"esp_nn_max_pool_s8_esp32s3", "esp_nn_max_pool_s8_ansi", nullptr};
+
+void DescribePool(const OpInfo& op, const EvalContext& ctx, const char* const* kernels, S3Route* r) {
+  if (S3PoolSimd(op, ctx))
+    SetS3Route(r, true, 1.0, kernels[0], "channels %% 4 == 0");
+  else
+    SetS3Route(r, false, 0.0, kernels[1], "channels %% 4 != 0 -> ANSI");
+}
+
+void DescribeAvgPool(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribePool(op, ctx, kAvgPoolS3Kernels, r);
+}
+void DescribeMaxPool(const OpInfo& op, const EvalContext& ctx, S3Route* r) {
+  DescribePool(op, ctx, kMaxPoolS3Kernels, r);
+}
+
+const S3RouteRule kAvgPoolS3Rule = {"§5.1 avg_pool: asm when channels % 4 == 0 [runtime: ANSI otherwise].",
+                                    kAvgPoolS3Kernels, DescribeAvgPool};
+const S3RouteRule kMaxPoolS3Rule = {"§5.1 max_pool: asm when channels % 4 == 0 [runtime: ANSI otherwise].",
+                                    kMaxPoolS3Kernels, DescribeMaxPool};
+#endif
 
 }  // namespace
 
-extern const OpKernel kAvgPool2dKernel = {ValidateAvgPool, nullptr, EvalAvgPool};
-extern const OpKernel kMaxPool2dKernel = {ValidateMaxPool, nullptr, EvalMaxPool};
+extern const OpKernel kAvgPool2dKernel = {ValidateAvgPool, nullptr, EvalAvgPool ESPNN_S3_ROUTE(kAvgPoolS3Rule)};
+extern const OpKernel kMaxPool2dKernel = {ValidateMaxPool, nullptr, EvalMaxPool ESPNN_S3_ROUTE(kMaxPoolS3Rule)};
 
 }  // namespace espnn

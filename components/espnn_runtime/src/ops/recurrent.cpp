@@ -26,6 +26,7 @@
 // pre-activations at int16 precision, so the gate products are int32 dot
 // products here (C, no SIMD).
 #include "ops/op_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -117,6 +118,14 @@ Status ValidateRecurrent(const Model& m, const OpInfo& op, uint32_t gates) {
         ops::ExpectConstVector(ops::InputTensor(m, op, kBih + k), names[k], DType::INT32, rows));
   ESPNN_RETURN_IF_ERROR(ExpectShifts(m, ops::InputTensor(m, op, kShiftIh), "shift_ih"));
   ESPNN_RETURN_IF_ERROR(ExpectShifts(m, ops::InputTensor(m, op, kShiftHh), "shift_hh"));
+  // The gate sums W (v + offset) + bias stay in int32 (GatePreactivations):
+  // w_ih reads the input (offset -input zero point), w_hh the int8 hidden
+  // state, which is the output tensor's quantization.
+  const auto c = [&](uint32_t slot) { return m.constant_data(ops::InputTensor(m, op, slot)); };
+  ESPNN_RETURN_IF_ERROR(ops::CheckAccumulatorRows((const int8_t*)c(kWih), c(kBih), c(kShiftIh), rows,
+                                                  g.in_size, g.in_size, 1, -in.zero_point, "w_ih row"));
+  ESPNN_RETURN_IF_ERROR(ops::CheckAccumulatorRows((const int8_t*)c(kWhh), c(kBhh), c(kShiftHh), rows,
+                                                  g.hidden, g.hidden, 1, -out.zero_point, "w_hh row"));
   // sigmoid(x) >= 0 keeps 1 - z and the products below in range.
   ESPNN_RETURN_IF_ERROR(ExpectTable(m, ops::InputTensor(m, op, kSigmoid), "sigmoid table", 0));
   ESPNN_RETURN_IF_ERROR(ExpectTable(m, ops::InputTensor(m, op, kTanh), "tanh table", -kTableMax));
@@ -238,9 +247,18 @@ Status EvalRecurrent(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+// The gates' dot products are the interpreter's own.
+constexpr const char* kRecurrentS3Doc =
+    "§1.4: ESP-NN's FC writes int8 only and the gates need int16 "
+    "pre-activations: the interpreter's int32 dot products (C)";
+ESPNN_S3_SCALAR_ROUTE(kGruS3Rule, "interpreter GRU", kRecurrentS3Doc);
+ESPNN_S3_SCALAR_ROUTE(kLstmS3Rule, "interpreter LSTM", kRecurrentS3Doc);
+#endif
+
 }  // namespace
 
-extern const OpKernel kGruKernel = {ValidateGru, GruScratch, EvalRecurrent<false>};
-extern const OpKernel kLstmKernel = {ValidateLstm, LstmScratch, EvalRecurrent<true>};
+extern const OpKernel kGruKernel = {ValidateGru, GruScratch, EvalRecurrent<false> ESPNN_S3_ROUTE(kGruS3Rule)};
+extern const OpKernel kLstmKernel = {ValidateLstm, LstmScratch, EvalRecurrent<true> ESPNN_S3_ROUTE(kLstmS3Rule)};
 
 }  // namespace espnn

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "ops/conv_util.h"
+#include "ops/s3_route.h"
 
 namespace espnn {
 namespace {
@@ -131,8 +132,14 @@ Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
   return Status::Ok();
 }
 
+#ifdef ESPNN_DESCRIBE_S3_ROUTES
+ESPNN_S3_SCALAR_ROUTE(kTransposeConvS3Rule, "interpreter transposed conv",
+                      "§3/§5.1: ESP-NN has no transposed conv; the interpreter computes it");
+#endif
+
 }  // namespace
 
-extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr, EvalTransposeConv};
+extern const OpKernel kTransposeConv2dKernel = {ValidateTransposeConv, nullptr,
+                                                EvalTransposeConv ESPNN_S3_ROUTE(kTransposeConvS3Rule)};
 
 }  // namespace espnn

@@ -5,7 +5,9 @@
 // (through the binding); docs/firmware.md section "Bundle format" describes
 // the bytes.
 //
-// ParseBundle follows the XTS3 parser's discipline: every field is read with
+// The header prefix, its checks and the CRC-32 are those of every test-rig
+// container (espnn/container_header.h). ParseBundle follows the XTS3
+// parser's discipline: every field is read with
 // byte loads (the container may sit at any address), every offset, size and
 // count is checked with overflow-safe 32-bit arithmetic before it is used,
 // and nothing is allocated. Models themselves are checked later, by
@@ -15,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "espnn/container_header.h"
 #include "espnn/status.h"
 
 namespace espnn {
@@ -71,17 +74,15 @@ struct Case {
 
 class Bundle {
  public:
-  uint32_t num_cases() const { return count_; }
-  uint32_t size() const { return size_; }
+  uint32_t num_cases() const { return header_.case_count; }
+  uint32_t size() const { return header_.size; }
   const uint8_t* data() const { return base_; }
   Case case_at(uint32_t index) const;  // index < num_cases()
 
  private:
   friend Status ParseBundle(const void* data, size_t size, Bundle* out);
   const uint8_t* base_ = nullptr;
-  uint32_t size_ = 0;
-  uint32_t count_ = 0;
-  uint32_t table_ = 0;
+  container::Header header_;
 };
 
 // Validates the container (header, CRC, every case record and name). `data`
@@ -91,10 +92,6 @@ Status ParseBundle(const void* data, size_t size, Bundle* out);
 // bundle_size from a header, or 0 if the bytes do not start with a version-1
 // XTSB header (used to map just the bundle's part of a partition).
 uint32_t PeekBundleSize(const void* header, size_t size);
-
-// CRC-32 as zlib.crc32 computes it (reflected, polynomial 0xEDB88320);
-// pass the previous result as `crc` to continue a running checksum.
-uint32_t Crc32(const uint8_t* data, uint32_t size, uint32_t crc = 0);
 
 }  // namespace bundle
 }  // namespace espnn

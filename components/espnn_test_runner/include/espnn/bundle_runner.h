@@ -22,7 +22,9 @@
 //   ESPNN_END v=1 cases=<n> passed=<n> failed=<n>
 //   ESPNN_BUNDLE_ERROR v=1 msg=<rest of the line>    (then ESPNN_END ... failed=1)
 //
-// (Each record is one line; it is wrapped here for reading.) Everything here
+// (Each record is one line; it is wrapped here for reading.) The records,
+// the error/mismatch fields and the timing fields are built by the rule both
+// modes share (espnn/result_line.h). Everything here
 // is portable C++: it runs on the host and on the emulated Xtensa core in the
 // tests, and on the chip through a RunnerPlatform backed by the ESP-IDF PAL.
 #pragma once

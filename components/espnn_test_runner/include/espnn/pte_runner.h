@@ -19,6 +19,9 @@
 //   ESPNN_END v=1 mode=pte cases=<n> passed=<n> failed=<n>
 //   ESPNN_SUITE_ERROR v=1 msg=<rest of the line>   (then ESPNN_END ... failed=1)
 //
+// Built by the result-line rule bundle mode uses too (espnn/result_line.h):
+// the error, mismatch and timing fields are spelled the same in both modes.
+//
 // python/executorch_espnn/pte_suite.py run_suite() runs this core on the
 // host through the Python extension (host/binding/et/suite_runner.cpp).
 //

@@ -9,12 +9,14 @@
 // host and on an emulated Xtensa core (tests/firmware), used on the chip by
 // the runner app's .pte mode (src/pte_runner.cpp). Same rules as the XTSB
 // bundle parser: byte loads only, 32-bit arithmetic checked before it is
-// computed, nothing allocated.
+// computed, nothing allocated; the header prefix, its checks and the CRC-32
+// are those of every test-rig container (espnn/container_header.h).
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "espnn/container_header.h"
 #include "espnn/status.h"
 
 namespace espnn {
@@ -104,8 +106,8 @@ struct Case {
 
 class Suite {
  public:
-  uint32_t num_cases() const { return count_; }
-  uint32_t size() const { return size_; }
+  uint32_t num_cases() const { return header_.case_count; }
+  uint32_t size() const { return header_.size; }
   const uint8_t* pte() const { return base_ + pte_offset_; }
   uint32_t pte_size() const { return pte_size_; }
   // The method name, NUL-terminated (copied at parse time).
@@ -118,9 +120,7 @@ class Suite {
   friend Status ParseSuite(const void* data, size_t size, Suite* out);
   Tensor TensorAt(uint32_t offset) const;
   const uint8_t* base_ = nullptr;
-  uint32_t size_ = 0;
-  uint32_t count_ = 0;
-  uint32_t table_ = 0;
+  container::Header header_;
   uint32_t pte_offset_ = 0;
   uint32_t pte_size_ = 0;
   char method_[kMaxMethodBytes + 1] = {0};

@@ -1,26 +1,14 @@
-"""Op lowerings, one module per op family. Importing this package registers
-them all; a new family is a new module plus one line here (see
-docs/lowering.md). movement.py and resize_tables.py are helpers."""
+"""Op lowerings, one module per op family. Importing this package imports
+every module of it, and each registers its ops (lowering/registry.py), so a
+new family is a new module and nothing else (see docs/lowering.md).
+movement.py and resize_tables.py are helpers of the others and register
+nothing."""
 
-from . import (  # noqa: F401
-    activations,
-    concat,
-    conv,
-    elementwise,
-    hardswish,
-    linear,
-    lut,
-    matmul,
-    mean,
-    norm,
-    pad,
-    pooling,
-    quantize,
-    recurrent,
-    resize,
-    shape,
-    slicing,
-    softmax,
-    split,
-    transpose_conv,
-)
+import importlib
+import pkgutil
+
+# In name order, as pkgutil lists them: the registry does not depend on it
+# (a `when` lowering is tried before the op's general one), but the order of
+# the preserved ops it collects does, so it stays fixed.
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -17,6 +17,8 @@ scratch under-allocation (espnn-kernels.md §5.3 item 2), so the runtime
 sends it to the scalar ANSI kernel; such a layer is pre-padded by a PAD op
 instead and convolved with pad (0,0), which takes the S3 s8 asm path. The
 PAD copy is O(input) where the ANSI fallback costs O(MACs) scalar work.
+Which layers those are is asked of the runtime's own routing
+(depthwise_conv.cpp RouteDepthwise, through _native.s3_depthwise_route).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import _native
 from ...quant_params import conv_multipliers
 from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
 from ..quant import OutputSpec, QParams, Weight, bias, input_qparams, output_spec, weight
@@ -98,7 +101,8 @@ def analyze(node, cc) -> ConvPlan:
             raise Unsupported(f"stride {s} / dilation {d} / padding {p}")
         if p >= d * (k - 1) + 1:  # no window may lie wholly in ESP-NN's padding: pad explicitly
             pre_pad[axis], padding[axis] = p, 0
-    if _s3_depthwise_pad_defect(c, o, groups, kernel, padding, dilation):
+    if groups == c > 1 and _s3_scratch_defect_route(in4, pre_pad, o // c, out4, kernel, stride, padding, dilation,
+                                                    -in_q.zero_point):
         pre_pad, padding = [pre_pad[0] + padding[0], pre_pad[1] + padding[1]], [0, 0]
     limit = cc.limits["max_kernel_dim"]
     check_kernel_dims({"input height": in4[1] + 2 * pre_pad[0], "input width": in4[2] + 2 * pre_pad[1],
@@ -114,10 +118,15 @@ def analyze(node, cc) -> ConvPlan:
                     groups, out_shape, pre_pad)
 
 
-def _s3_depthwise_pad_defect(c: int, o: int, groups: int, kernel, padding, dilation) -> bool:
-    """The runtime's DwGeom::s3_scratch_defect (depthwise_conv.cpp) for this conv."""
-    return (groups == c > 1 and o == c and tuple(kernel) == (3, 3) and c % 16 == 0
-            and list(dilation) == [1, 1] and tuple(padding) not in ((0, 0), (1, 1)))
+def _s3_scratch_defect_route(in4, pre_pad, ch_mult, out4, kernel, stride, padding, dilation, input_offset) -> bool:
+    """Whether the runtime routes this depthwise layer (its input pre-padded
+    by `pre_pad` so far) to ANSI for the S3 scratch defect: asked of the
+    runtime's own RouteDepthwise (depthwise_conv.cpp), not restated."""
+    route = _native.s3_depthwise_route(
+        in_hwc=(in4[1] + 2 * pre_pad[0], in4[2] + 2 * pre_pad[1], in4[3]), kernel=tuple(kernel), ch_mult=ch_mult,
+        out_hw=(out4[1], out4[2]), stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
+        input_offset=input_offset)
+    return route["route"] == "ansi_scratch_defect"
 
 
 def _filter(p: ConvPlan) -> np.ndarray:
