@@ -144,12 +144,16 @@ class Program {
     req_ = ComputeMemoryRequirements(model_);
     arena_ = std::make_unique<AlignedBuffer>(req_.arena_bytes);
     scratch_ = std::make_unique<AlignedBuffer>(req_.scratch_bytes);
-    s = interp_.Init(&model_, arena_->data(), arena_->size(), scratch_->data(), scratch_->size());
+    persistent_ = std::make_unique<AlignedBuffer>(req_.persistent_bytes);
+    s = interp_.Init(&model_, arena_->data(), arena_->size(), scratch_->data(), scratch_->size(),
+                     persistent_->data(), persistent_->size());
     if (!s.ok()) throw py::value_error(s.message());
   }
 
   uint32_t arena_bytes() const { return req_.arena_bytes; }
   uint32_t scratch_bytes() const { return req_.scratch_bytes; }
+  uint32_t persistent_bytes() const { return req_.persistent_bytes; }
+  const Model& model() const { return model_; }
 
   py::dict Summary() const {
     py::dict d;
@@ -246,7 +250,7 @@ class Program {
   }
 
  private:
-  std::unique_ptr<AlignedBuffer> blob_, arena_, scratch_;
+  std::unique_ptr<AlignedBuffer> blob_, arena_, scratch_, persistent_;
   Model model_;
   MemoryRequirements req_{};
   Interpreter interp_;
@@ -335,6 +339,48 @@ void BindFormatConstants(py::module_& m) {
   m.attr("OPCODES") = opcodes;
 }
 
+
+// ---- fused regions: the planner asks the parser's rules (ops/band_loop.h) --
+//
+// memory/fused_regions.py plans regions on a layer-by-layer program; whether a run
+// of its ops may form a region, and how, is band::DescribeCandidate's answer:
+// the checks the parser runs on a BAND_LOOP, on the hypothesis that the run's
+// intermediate outputs are BANDED. Nothing of those rules is written in Python.
+void BindRegionCandidates(py::module_&, py::class_<Program>& program) {
+  program.def(
+      "describe_region",
+      [](const Program& p, uint32_t first_op, uint32_t num_ops, bool in_place) -> py::object {
+        band::Region r;
+        band::RegionStorage storage;
+        storage.Attach(&r);
+        const Status s = band::DescribeCandidate(p.model(), first_op, num_ops, in_place, &r);
+        if (!s.ok()) return py::str(s.message());
+        const band::RegionDesc& d = r.desc;
+        py::list ops;
+        for (uint32_t i = 0; i < d.num_ops; ++i) {
+          py::list ins;
+          for (uint32_t j = 0; j < d.ops[i].num_inputs; ++j) {
+            const band::RowWindow& w = d.ops[i].window[j];
+            ins.append(py::make_tuple(d.ops[i].in[j], w.stride, w.pad, w.extent));
+          }
+          ops.append(py::make_tuple(d.ops[i].out, ins));
+        }
+        py::dict out;
+        out["tensors"] = std::vector<uint16_t>(r.tensors, r.tensors + d.num_tensors);
+        out["heights"] = std::vector<uint32_t>(d.height, d.height + d.num_tensors);
+        out["ops"] = ops;
+        out["in_place_input"] = in_place ? py::object(py::int_(d.in_place_input)) : py::object(py::none());
+        out["persistent_bytes"] = band::PerRegionBytes(d.num_ops, d.num_tensors);
+        return std::move(out);
+      },
+      py::arg("first_op"), py::arg("num_ops"), py::arg("in_place") = false,
+      "Whether ops first_op .. first_op+num_ops-1 of this program (layer by layer there) may form a "
+      "fused region, by the parser's own checks: the reason it would refuse one (str), or the "
+      "region's description on local tensor indices (dict: tensors = program tensor per local "
+      "index, heights, ops = [(out, [(in, stride, pad, extent), ...]), ...], in_place_input, "
+      "persistent_bytes = what Interpreter::Init keeps for it).");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -343,11 +389,14 @@ PYBIND11_MODULE(_native, m) {
   bind_container_constants(m);
   m.attr("KERNEL_SOURCE") = ESPNN_KERNEL_SOURCE;
 
-  py::class_<Program>(m, "Program",
+  auto program = py::class_<Program>(m, "Program",
                       "A parsed XTS3 blob with its own arena and scratch, ready to run.")
       .def(py::init<py::bytes>(), py::arg("blob"))
       .def_property_readonly("arena_bytes", &Program::arena_bytes)
       .def_property_readonly("scratch_bytes", &Program::scratch_bytes)
+      .def_property_readonly("persistent_bytes", &Program::persistent_bytes,
+                             "Bytes of the fused regions' descriptions Interpreter::Init keeps (0 "
+                             "without BAND_LOOP).")
       .def("summary", &Program::Summary)
       .def("op_routes", &Program::OpRoutes,
            "Per op: how an optimized ESP32-S3 build routes it, as the runtime's kernels decide "
@@ -367,6 +416,8 @@ PYBIND11_MODULE(_native, m) {
       [](const std::vector<std::pair<uint32_t, std::vector<std::tuple<uint32_t, int32_t, int32_t, int32_t>>>>& ops,
          const std::vector<uint32_t>& heights, uint32_t band_rows, int64_t in_place_input) {
         band::RegionDesc d;
+        band::RegionDescStorage storage;
+        storage.Attach(&d);
         if (ops.empty() || ops.size() > kMaxRegionOps) throw py::value_error("1..kMaxRegionOps ops");
         if (heights.size() > kMaxRegionTensors) throw py::value_error("too many tensors");
         if (band_rows < 1) throw py::value_error("band_rows must be >= 1");
@@ -428,6 +479,7 @@ PYBIND11_MODULE(_native, m) {
       "Checks an ExecuTorch program (.pte bytes) for what ExecuTorch 1.5.1's loader reads unchecked; "
       "returns None or raises ValueError with a one-line message.");
 
+  BindRegionCandidates(m, program);
   bind_espnn_kernels(m);
   bind_s3_routes(m);
 }

@@ -65,10 +65,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   uint8_t* arena = (uint8_t*)AllocExact(req.arena_bytes);
   uint8_t* scratch = req.scratch_bytes ? (uint8_t*)AllocExact(req.scratch_bytes) : nullptr;
+  uint8_t* persistent = req.persistent_bytes ? (uint8_t*)AllocExact(req.persistent_bytes) : nullptr;
   memset(arena, 0xA5, req.arena_bytes);  // deterministic, not all zero
   espnn::Interpreter interp;
   // The sizes are exactly what the model asks for: Init must accept them.
-  const espnn::Status init = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes);
+  const espnn::Status init = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes,
+                                         persistent, req.persistent_bytes);
   FUZZ_CHECK(init.ok());
   uint8_t* external[espnn::xts3::kMaxGraphInputs] = {};
   for (uint32_t i = 0; i < interp.num_inputs(); ++i) {
@@ -102,6 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(out >= arena && out + t.nbytes <= arena + req.arena_bytes);
   }
   for (uint8_t* p : external) free(p);
+  free(persistent);
   free(scratch);
   free(arena);
   return 0;

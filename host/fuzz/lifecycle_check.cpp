@@ -109,8 +109,11 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(m);
   uint8_t* arena = (uint8_t*)AllocAligned(req.arena_bytes);
   uint8_t* scratch = (uint8_t*)AllocAligned(req.scratch_bytes);
+  uint8_t* persistent = (uint8_t*)AllocAligned(req.persistent_bytes);
   espnn::Status s;
-  unsigned long n = Counted([&] { s = it->Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes); });
+  unsigned long n = Counted([&] {
+    s = it->Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent, req.persistent_bytes);
+  });
   CHECK(s.ok(), "%s: init: %s", path, s.message());
   CHECK(n == 0, "%s: %lu allocations in Init", path, n);
   uint64_t h = 0;
@@ -125,6 +128,7 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   if (!leak) {
     free(arena);
     free(scratch);
+    free(persistent);
     for (uint8_t* p : external) free(p);
   }
   return h;
@@ -192,6 +196,21 @@ int main(int argc, char** argv) {
         }
         free(arena);
         free(scratch);
+      }
+      // Nor too little room for the fused regions' descriptions.
+      if (req.persistent_bytes > 0) {
+        espnn::Interpreter it;
+        uint8_t* arena = (uint8_t*)AllocAligned(req.arena_bytes);
+        uint8_t* scratch = (uint8_t*)AllocAligned(req.scratch_bytes);
+        uint8_t* persistent = (uint8_t*)AllocAligned(req.persistent_bytes);
+        s = it.Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent,
+                    req.persistent_bytes - 1);
+        CHECK(!s.ok() && !it.initialized(), "%s: init accepted too little persistent memory", argv[a]);
+        s = it.Init(&m, arena, req.arena_bytes, scratch, req.scratch_bytes);
+        CHECK(!s.ok() && !it.initialized(), "%s: init accepted no persistent memory", argv[a]);
+        free(arena);
+        free(scratch);
+        free(persistent);
       }
       uint64_t want = 0;
       for (int c = 0; c < cycles; ++c) {

@@ -142,9 +142,11 @@ int ProcessFile(const char* path) {
   const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(model);
   void* arena = AllocAligned(req.arena_bytes);
   void* scratch = AllocAligned(req.scratch_bytes);
+  void* persistent = AllocAligned(req.persistent_bytes);
   espnn::Interpreter interp;
   unsigned char* external[espnn::xts3::kMaxGraphInputs] = {};
-  s = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes);
+  s = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent,
+                  req.persistent_bytes);
   if (s.ok()) {
     char in_path[4096];
     snprintf(in_path, sizeof(in_path), "%s.in", path);
@@ -194,6 +196,7 @@ int ProcessFile(const char* path) {
   for (unsigned char* p : external) free(p);
   free(arena);
   free(scratch);
+  free(persistent);
   free(block);
   return 0;
 }

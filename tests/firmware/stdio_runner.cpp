@@ -21,6 +21,10 @@
 //     --hello           run the component's examples/hello app_main instead
 //     --unaligned-probe load an int32 from an odd address (on Xtensa this
 //                       must trap: the control for the alignment tests)
+//     --stack-probe FILE  parse and run the raw XTS3 blob FILE once (inputs
+//                       zero) and print "STACK invoke=N persistent=P": N the
+//                       deepest stack Interpreter::Invoke used, P the fused
+//                       regions' persistent bytes (tests/firmware/test_region_stack.py)
 //
 // Exit status: 0 all cases passed, 1 a case or the bundle failed, 2 usage or
 // I/O error, 3 self-test failure.
@@ -31,6 +35,7 @@
 #include "espnn/bundle.h"
 #include "espnn/bundle_runner.h"
 #include "espnn/container_header.h"
+#include "espnn/interpreter.h"
 #include "espnn/platform.h"
 #include "espnn/pte_suite.h"
 #include "stdio_pal.h"
@@ -93,6 +98,68 @@ int InspectSuite(const char* path, uint32_t misalign) {
   return 0;
 }
 
+// Stack use by painting: fill kProbeDepth bytes below the caller's frame
+// with a pattern, run, and find the deepest byte no longer holding it. The
+// top kProbeGuard bytes are left alone (the painter's own frame lies there),
+// so uses below that are reported as kProbeGuard. Reliable on the host's
+// -m32 build and on lx106 (no signal handlers or interrupts run meanwhile);
+// a byte the run happened to write with the pattern value makes it read
+// a few bytes low at worst.
+constexpr uint32_t kProbeDepth = 24 * 1024;  // < xtensa-sim's 64 KiB stack
+constexpr uint32_t kProbeGuard = 256;
+constexpr uint8_t kPaint = 0xA5;
+
+__attribute__((noinline)) void Paint(uintptr_t top) {
+  volatile uint8_t* p = (volatile uint8_t*)(top - kProbeDepth);
+  for (uint32_t i = 0; i < kProbeDepth - kProbeGuard; ++i) p[i] = kPaint;
+}
+
+__attribute__((noinline)) uint32_t InvokeStackBytes(espnn::Interpreter& it, espnn::Status* s) {
+  volatile uint8_t anchor = 0;
+  const uintptr_t top = (uintptr_t)&anchor;
+  Paint(top);
+  *s = it.Invoke();
+  const volatile uint8_t* p = (const volatile uint8_t*)(top - kProbeDepth);
+  uint32_t untouched = 0;
+  while (untouched < kProbeDepth - kProbeGuard && p[untouched] == kPaint) ++untouched;
+  return kProbeDepth - untouched;
+}
+
+void* Aligned16(void** block, size_t n) {
+  *block = malloc(n + 16);
+  return *block ? (void*)(((uintptr_t)*block + 15u) & ~(uintptr_t)15u) : nullptr;
+}
+
+int StackProbe(const char* path) {
+  const stdio_shell::TestFile file("bundle_runner", path, 16, 0);
+  if (!file.ok()) return 2;
+  espnn::Model model;
+  espnn::Status s = espnn::ParseModel(file.data(), file.size(), &model);
+  const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(model);
+  void *arena_block = nullptr, *scratch_block = nullptr, *persistent_block = nullptr;
+  void* arena = Aligned16(&arena_block, req.arena_bytes);
+  void* scratch = Aligned16(&scratch_block, req.scratch_bytes);
+  void* persistent = Aligned16(&persistent_block, req.persistent_bytes);
+  espnn::Interpreter it;
+  if (s.ok())
+    s = it.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent,
+                req.persistent_bytes);
+  uint32_t used = 0;
+  if (s.ok()) {
+    for (uint32_t i = 0; i < it.num_inputs(); ++i)  // (an EXTERNAL input stays unbound: Invoke says so)
+      if (it.input_data(i) != nullptr) memset(it.input_data(i), 0, it.input_info(i).nbytes);
+    used = InvokeStackBytes(it, &s);
+  }
+  if (s.ok())
+    printf("STACK invoke=%lu persistent=%lu\n", (unsigned long)used, (unsigned long)req.persistent_bytes);
+  else
+    printf("STACK_ERROR msg=%s\n", s.message());
+  free(persistent_block);
+  free(scratch_block);
+  free(arena_block);
+  return s.ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +193,8 @@ int main(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "--unaligned-probe") == 0) {
       return UnalignedProbe();
+    } else if (strcmp(a, "--stack-probe") == 0 && i + 1 < argc) {
+      return StackProbe(argv[i + 1]);
     } else if (strcmp(a, "--inspect-suite") == 0 && i + 1 < argc) {
       return InspectSuite(argv[i + 1], misalign);  // (--misalign=N must come first)
     } else if (a[0] != '-' && (num_paths == 0 || first_path + num_paths == i)) {

@@ -157,3 +157,70 @@ def inverted_residual(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, se
     w.set_inputs([x])
     w.set_outputs([p])
     return w, n
+
+
+def mul(w, a, b, shape):
+    """MUL, an op that cannot run on bands (a region over it is refused)."""
+    y = w.tensor(list(shape), scale=S, zero_point=Z)
+    w.op("MUL", [a, b], [y], input1_offset=-Z, input2_offset=-Z, output_offset=Z, output_mult=1 << 30,
+         output_shift=-5, act_min=-128, act_max=127)
+    return y
+
+
+def random_graph(seed: int, num_ops: int = 8) -> Xts3Writer:
+    """A random graph of image ops in which many runs of ops cannot form a
+    fused region: each op reads the latest tensor or an earlier one (so
+    intermediates fan out past a run's end), ADD and MUL read two tensors of
+    one shape, MUL cannot run on bands, and every tensor no op reads is a
+    graph output (some in the middle of the op order)."""
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    shape = (1, int(rng.integers(4, 10)), int(rng.integers(3, 6)), int(rng.integers(1, 5)))
+    x = w.tensor(list(shape), scale=S, zero_point=Z)
+    made, read = [(x, shape)], {x}
+    for _ in range(num_ops):
+        t, sh = made[-1] if rng.random() < 0.6 else made[int(rng.integers(len(made)))]
+        read.add(t)
+        kind = str(rng.choice(["conv", "dw", "pool", "lut", "hswish", "requant", "add", "mul"]))
+        if kind in ("add", "mul"):
+            same = [m for m, s in made if s == sh]
+            u = same[int(rng.integers(len(same)))]
+            read.add(u)
+            y = (add if kind == "add" else mul)(w, t, u, sh)
+        elif kind in ("conv", "dw"):
+            y, sh = conv(w, rng, t, sh, depthwise=kind == "dw")
+        elif kind == "pool":
+            y, sh = pool(w, rng, t, sh, str(rng.choice(["AVG_POOL2D", "MAX_POOL2D"])))
+        elif kind == "lut":
+            y = lut(w, rng, t, sh)
+        else:
+            y = elementwise(w, rng, t, sh, "HARD_SWISH" if kind == "hswish" else "REQUANTIZE")
+        made.append((y, sh))
+    outputs = [t for t, _ in made if t not in read]
+    if rng.random() < 0.5:  # also a tensor that later ops read
+        outputs.append(made[int(rng.integers(1, len(made)))][0])
+    w.set_inputs([x])
+    w.set_outputs(list(dict.fromkeys(outputs)))
+    return w
+
+
+def region_at_limits(h: int = 8, wd: int = 4, c: int = 4, seed: int = 0) -> tuple[Xts3Writer, int, int]:
+    """A graph whose ops first .. first+num-1 form a region at the format's
+    limits, kMaxRegionOps ops and kMaxRegionTensors tensors: a 3x3 depthwise,
+    then ADDs each of another region input (LUTs of the graph input, before
+    the region). Returns (writer, first, num)."""
+    from executorch_espnn import _native
+
+    num = _native.LIMITS["max_region_ops"]
+    assert _native.LIMITS["max_region_tensors"] == 1 + num + (num - 1)  # x, the outputs, the other inputs
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    shape = (1, h, wd, c)
+    x = w.tensor(list(shape), scale=S, zero_point=Z)
+    others = [lut(w, rng, x, shape) for _ in range(num - 1)]
+    t, _ = conv(w, rng, x, shape, depthwise=True, k=3, stride=1, dil=1, pad=1)
+    for u in others:
+        t = add(w, t, u, shape)
+    w.set_inputs([x])
+    w.set_outputs([t])
+    return w, num - 1, num

@@ -48,12 +48,15 @@ MemoryRequirements ComputeMemoryRequirements(const Model& model) {
   // Round up so the buffer can be handed to SIMD code that works in 16-byte
   // chunks; saturate rather than wrap on absurd sizes.
   r.scratch_bytes = scratch > 0xFFFFFFF0u ? 0xFFFFFFF0u : (scratch + 15u) & ~15u;
+  r.persistent_bytes = band::RegionsBytes(model);
   return r;
 }
 
 Status Interpreter::Init(const Model* model, void* arena, size_t arena_bytes, void* scratch,
-                         size_t scratch_bytes) {
+                         size_t scratch_bytes, void* persistent, size_t persistent_bytes) {
   model_ = nullptr;
+  regions_ = nullptr;
+  num_regions_ = 0;
   if (model == nullptr || model->data() == nullptr)
     return Status::Error(StatusCode::kInvalidArgument, "init: model is not parsed");
   MemoryRequirements need = ComputeMemoryRequirements(*model);
@@ -74,6 +77,17 @@ Status Interpreter::Init(const Model* model, void* arena, size_t arena_bytes, vo
     return Status::Error(StatusCode::kInvalidArgument,
                          "init: scratch has %lu bytes, the model needs %u",
                          (unsigned long)scratch_bytes, (unsigned)need.scratch_bytes);
+  if (need.persistent_bytes > 0 &&
+      (persistent == nullptr || (uintptr_t)persistent % band::kPersistentAlignment != 0))
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "init: persistent memory must be non-null and %u-byte aligned",
+                         (unsigned)band::kPersistentAlignment);
+  if (persistent_bytes < need.persistent_bytes)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "init: persistent memory has %lu bytes, the model's fused regions need %u",
+                         (unsigned long)persistent_bytes, (unsigned)need.persistent_bytes);
+  ESPNN_RETURN_IF_ERROR(band::DescribeRegions(*model, persistent, need.persistent_bytes, &num_regions_));
+  regions_ = persistent;
   model_ = model;
   for (uint32_t i = 0; i < kMaxGraphInputs; ++i) external_[i] = nullptr;
   arena_ = (uint8_t*)arena;
@@ -127,6 +141,8 @@ Status Interpreter::RunOp(uint32_t index) {
   const OpInfo op = model_->op(index);
   EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
   ctx.external = external_;
+  ctx.regions = regions_;
+  ctx.num_regions = num_regions_;
   Status s = LookupOpKernel(op.opcode)->eval(op, ctx);
   if (!s.ok()) s.Prefix("op %u (%s)", (unsigned)index, OpcodeName(op.opcode));
   return s;

@@ -34,10 +34,12 @@ struct CaseMemory {
   void* model = nullptr;
   void* arena = nullptr;
   void* scratch = nullptr;
+  void* regions = nullptr;
   uint64_t bytes = 0;
 
   explicit CaseMemory(RunnerPlatform& p) : pf(p) {}
   ~CaseMemory() {
+    if (regions) pf.Free(regions, MemoryUse::kRegions);
     if (scratch) pf.Free(scratch, MemoryUse::kScratch);
     if (arena) pf.Free(arena, MemoryUse::kArena);
     if (model) pf.Free(model, MemoryUse::kModelCopy);
@@ -63,6 +65,8 @@ const char* UseName(MemoryUse use) {
       return "scratch";
     case MemoryUse::kModelCopy:
       return "model copy";
+    case MemoryUse::kRegions:
+      return "region data";
   }
   return "block";
 }
@@ -142,7 +146,8 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
     MemoryUse use;
     void** slot;
   } blocks[] = {{req.arena_bytes, MemoryUse::kArena, &mem.arena},
-                {req.scratch_bytes, MemoryUse::kScratch, &mem.scratch}};
+                {req.scratch_bytes, MemoryUse::kScratch, &mem.scratch},
+                {req.persistent_bytes, MemoryUse::kRegions, &mem.regions}};
   for (const auto& b : blocks) {
     if (b.bytes == 0) continue;
     *b.slot = mem.Get(b.bytes, b.use);
@@ -153,7 +158,8 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
                                 (unsigned)b.bytes, UseName(b.use)));
   }
   Interpreter interp;
-  s = interp.Init(&model, mem.arena, req.arena_bytes, mem.scratch, req.scratch_bytes);
+  s = interp.Init(&model, mem.arena, req.arena_bytes, mem.scratch, req.scratch_bytes, mem.regions,
+                  req.persistent_bytes);
   if (!s.ok()) return Fail(pf, c, "init", s);
 
   // 3. The payloads must be exactly the graph's inputs and outputs.

@@ -4,13 +4,13 @@ chosen set of them does to the arena.
 A fused region (xts3_format.h BAND_LOOP, docs/xts3-format.md section 6, BAND_LOOP) is a
 run of consecutive ops that the runtime executes over bands of output rows:
 the intermediate tensors exist only as band buffers (BANDED tensors) of a
-few rows, so the large feature maps inside the run never exist whole. The
-row arithmetic (which rows a band needs of every tensor, hence each band
-buffer's rows and an in-place region's staging rows) is the runtime's:
-``_native.plan_band_region`` runs espnn/band_geometry.h's PlanRegion, and
-how each op reads rows comes from the parser (``Program.band_support``).
-Nothing here restates it; this module maps graph tensors to the region
-description and turns the answer into arena tensors.
+few rows, so the large feature maps inside the run never exist whole.
+Everything about a region is the runtime's: whether a run may form one, and
+its description, come from ``Program.describe_region`` (the parser's checks
+of a BAND_LOOP, ops/band_loop.cpp DescribeCandidate, asked on the
+layer-by-layer program), the row arithmetic (band buffer rows, an in-place
+region's staging rows) from ``_native.plan_band_region`` (espnn/band_geometry.h
+PlanRegion). This module only maps the answers to arena tensors.
 
 Regions are given on the op indices of the layer-by-layer graph (without
 BAND_LOOP ops); ``fuse`` inserts the BAND_LOOP ops and staging tensors, and
@@ -50,26 +50,48 @@ class FusedRegion:
 
 class BandGraph:
     """What fusion needs beyond the arena rule's view, read from a parsed
-    layer-by-layer blob: tensor shapes, dtypes and flags and each op's row
-    windows (``Program.band_support``). ``source`` returns the blob
-    (called once, when first needed)."""
+    layer-by-layer blob: tensor shapes, dtypes and flags, each op's row
+    windows (``Program.band_support``) and the parser's verdict on a
+    candidate region (``describe``). ``source`` returns the blob (called
+    once, when first needed)."""
 
     def __init__(self, source: Callable[[], bytes] | bytes):
         self._source = source
+        self._ops = None  # op index here -> op index in the program (None: the same)
 
-    @classmethod
-    def from_parsed(cls, summary: dict, windows: list) -> "BandGraph":
-        """The view of a program already parsed (summary and band windows), with
-        no blob behind it."""
-        graph = cls(b"")
-        graph.__dict__["_parsed"] = (summary, windows)  # the cached_property's slot
-        return graph
+    @cached_property
+    def program(self):
+        blob = self._source() if callable(self._source) else self._source
+        return _native.Program(blob)
+
+    def without_loops(self) -> "BandGraph":
+        """The layer-by-layer view of a fused program: its ops without the
+        BAND_LOOP ops (op indices renumbered), the same program behind it."""
+        view = BandGraph(b"")
+        keep = [i for i, op in enumerate(self.summary["ops"]) if op["op"] != "BAND_LOOP"]
+        view.__dict__["program"] = self.program  # the cached_properties' slots
+        view.__dict__["_parsed"] = (dict(self.summary, ops=[self.summary["ops"][i] for i in keep]),
+                                    [self.windows[i] for i in keep])
+        view._ops = keep
+        return view
+
+    def describe(self, first: int, num: int, in_place: bool = False) -> dict | str:
+        """``Program.describe_region`` for ops first .. first+num-1 of this
+        view: the region's description, or why the parser would refuse it."""
+        if first < 0:
+            return f"first_op = {first} is negative"
+        num = max(num, 0)
+        if self._ops is not None and num >= 1:
+            if first + num > len(self._ops):
+                first = len(self.program.summary()["ops"])  # past the last op: refused there
+            else:
+                # A run across a BAND_LOOP op includes it: refused there.
+                first, num = self._ops[first], self._ops[first + num - 1] - self._ops[first] + 1
+        return self.program.describe_region(first, num, in_place)
 
     @cached_property
     def _parsed(self) -> tuple[dict, list]:
-        blob = self._source() if callable(self._source) else self._source
-        program = _native.Program(blob)
-        return program.summary(), program.band_support()
+        return self.program.summary(), self.program.band_support()
 
     @property
     def summary(self) -> dict:
@@ -82,11 +104,6 @@ class BandGraph:
 
     def shape(self, t: int) -> tuple[int, ...]:
         return tuple(self.summary["tensors"][t]["shape"])
-
-    def is_image(self, t: int) -> bool:
-        """An int8 [1,H,W,C] arena tensor (what a region reads and writes by rows)."""
-        d = self.summary["tensors"][t]
-        return d["dtype"] == "INT8" and d["memory"] == "ARENA" and len(d["shape"]) == 4 and d["shape"][0] == 1
 
     def row_bytes(self, t: int) -> int:
         s = self.shape(t)
@@ -107,58 +124,28 @@ class _Described:
     tensors: tuple[int, ...]  # local -> graph tensor
     ops: tuple  # (out, [(in, stride, pad, extent), ...]) on local indices
     heights: tuple[int, ...]
+    in_place_input: int | None  # local index (in-place regions)
 
 
-def _describe(g: ArenaGraph, first: int, num: int) -> _Described | None:
-    """The region's description for PlanRegion, or None where the parser
-    would refuse the run (the same rules as ops/band_loop.cpp)."""
-    b = _bands(g)
-    if not 1 <= num <= _native.LIMITS["max_region_ops"] or first < 0 or first + num > len(g.ops):
-        return None
-    local: dict[int, int] = {}
-    produced: set[int] = set()
-    ops = []
-    for i in range(first, first + num):
-        op, win = g.ops[i], b.windows[i]
-        if win is None or op.name == "BAND_LOOP" or len(op.outputs) != 1:
-            return None
-        ins = []
-        for slot, stride, pad, extent in win:
-            t = op.inputs[slot]
-            if t is None or not b.is_image(t):
-                return None
-            ins.append((local.setdefault(t, len(local)), stride, pad, extent))
-        out = op.outputs[0]
-        if not b.is_image(out) or out in local:
-            return None
-        local[out] = len(local)
-        produced.add(out)
-        ops.append((local[out], ins))
-    if len(local) > _native.LIMITS["max_region_tensors"]:
-        return None
-    last_out = g.ops[first + num - 1].outputs[0]
-    # Intermediate outputs: read by a later region op, by nothing outside
-    # the region, never a graph output.
-    for i in range(first, first + num - 1):
-        t = g.ops[i].outputs[0]
-        if t in g.outputs or t in g.inputs:
-            return None
-        readers = [j for j, op in enumerate(g.ops) if t in op.inputs]
-        if not readers or any(not first + 0 <= j < first + num for j in readers) or max(readers) <= i:
-            return None
-        # every read must be a row-mapped input (not e.g. a constant slot)
-        for j in readers:
-            slots = {s for s, *_ in b.windows[j]}
-            if any(g.ops[j].inputs[k] == t and k not in slots for k in range(len(g.ops[j].inputs))):
-                return None
-    del last_out
-    tensors = tuple(sorted(local, key=local.get))
-    return _Described(tensors, tuple(ops), tuple(b.shape(t)[1] for t in tensors))
+def _describe(g: ArenaGraph, first: int, num: int, in_place: bool = False) -> _Described | str:
+    """The region's description for PlanRegion, or the parser's reason to
+    refuse it (ops/band_loop.cpp DescribeCandidate through the binding)."""
+    d = _bands(g).describe(first, num, in_place)
+    if isinstance(d, str):
+        return d
+    return _Described(tuple(d["tensors"]), tuple(d["ops"]), tuple(d["heights"]), d["in_place_input"])
+
+
+def refusal(g: ArenaGraph, first_op: int, num_ops: int) -> str | None:
+    """Why ops first_op .. first_op + num_ops - 1 may not form a fused
+    region (the parser's message), or None when they may."""
+    d = _describe(g, first_op, num_ops)
+    return d if isinstance(d, str) else None
 
 
 def is_fusable(g: ArenaGraph, first_op: int, num_ops: int) -> bool:
     """Whether ops first_op .. first_op + num_ops - 1 may form a fused region."""
-    return _describe(g, first_op, num_ops) is not None
+    return refusal(g, first_op, num_ops) is None
 
 
 def fusable_chains(g: ArenaGraph) -> list[tuple[int, int]]:
@@ -196,24 +183,19 @@ class RegionLayout:
 
 
 def region_layout(g: ArenaGraph, r: FusedRegion, staging_index: int | None = None) -> RegionLayout:
-    """The layout of region ``r`` of ``g``; RegionRefused where the runtime
-    would refuse it."""
-    d = _describe(g, r.first_op, r.num_ops)
-    if d is None:
-        raise RegionRefused(f"ops {r.first_op}..{r.first_op + r.num_ops - 1} cannot form a fused region")
+    """The layout of region ``r`` of ``g``; RegionRefused, with the parser's
+    reason, where the runtime would refuse it."""
+    d = _describe(g, r.first_op, r.num_ops, r.in_place)
+    if isinstance(d, str):
+        raise RegionRefused(f"ops {r.first_op}..{r.first_op + r.num_ops - 1} cannot form a fused region: {d}")
     if r.band_rows < 1:
         raise RegionRefused("band_rows must be >= 1")
-    x = d.ops[0][1][0][0] if r.in_place else -1
+    x = d.in_place_input if r.in_place else -1
     plan = _native.plan_band_region(list(d.ops), list(d.heights), r.band_rows, x)
     out_local = d.ops[-1][0]
     _check_computed_once(r, plan["computed"], [d.heights[out] for out, _ in d.ops])
     banded = {d.tensors[op[0]]: plan["capacity"][op[0]] for op in d.ops if op[0] != out_local}
-    staging_shape = None
-    if r.in_place:
-        xt, yt = d.tensors[x], d.tensors[out_local]
-        if _bands(g).shape(xt) != _bands(g).shape(yt):
-            raise RegionRefused(f"in-place region at op {r.first_op}: output shape differs from its input's")
-        staging_shape = (plan["staging_rows"], _bands(g).row_bytes(yt))
+    staging_shape = (plan["staging_rows"], _bands(g).row_bytes(d.tensors[out_local])) if r.in_place else None
     return RegionLayout(r, banded, staging_index if r.in_place else None, staging_shape,
                         tuple(plan["computed"]), plan["num_bands"])
 

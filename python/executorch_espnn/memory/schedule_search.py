@@ -453,8 +453,7 @@ def payload_regions(payload: BandGraph) -> tuple[ArenaGraph, tuple]:
             regions.append(FusedRegion(i - len(regions), op.region_ops, summary["ops"][i]["params"]["band_rows"],
                                        op.in_place))
     # The payload's parse without its BAND_LOOP ops.
-    layer_view = BandGraph.from_parsed(dict(summary, ops=[summary["ops"][i] for i in keep]),
-                                       [payload.windows[i] for i in keep])
+    layer_view = payload.without_loops()
     whole = tuple(_whole_nbytes(t) for t in summary["tensors"])
     layer = ArenaGraph(whole, fused.in_arena, tuple(fused.ops[i] for i in keep), fused.inputs, fused.outputs,
                        bands=layer_view)

@@ -1,6 +1,7 @@
 // Row arithmetic of fused regions (BAND_LOOP, xts3_format.h): which input
 // rows a range of output rows reads, and, for a whole region, which rows of
-// every tensor each band needs. Stated once here and used by the parser
+// every tensor each band needs; and the region description itself (Region,
+// DescribeCandidate: the parser's rules, asked by the Python planner). Stated once here and used by the parser
 // (capacity checks), the interpreter (the band loop) and, through the
 // binding (_native.plan_band_region), the Python planner.
 //
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "espnn/model.h"
+#include "espnn/status.h"
 #include "espnn/xts3_format.h"
 
 namespace espnn {
@@ -68,14 +70,27 @@ struct RegionOpDesc {
 
 // ops run in order; the last op's output is the region output. A tensor no
 // region op writes is a region input (a full tensor written before).
+// The arrays live elsewhere (RegionDescStorage at the format's limits while
+// a region is checked; sized to the region in the interpreter's persistent
+// memory, ops/band_loop.h), so a described region costs what it holds.
 struct RegionDesc {
   uint32_t num_ops;
   uint32_t num_tensors;
-  RegionOpDesc ops[xts3::kMaxRegionOps];
-  uint32_t height[xts3::kMaxRegionTensors];
+  RegionOpDesc* ops;  // [num_ops]
+  uint32_t* height;   // [num_tensors]
   // Local index of the tensor an IN_PLACE region overwrites with its output
   // (num_tensors when not in place).
   uint32_t in_place_input;
+};
+
+// Room for the arrays of any region the format allows.
+struct RegionDescStorage {
+  RegionOpDesc ops[xts3::kMaxRegionOps];
+  uint32_t height[xts3::kMaxRegionTensors];
+  void Attach(RegionDesc* d) {
+    d->ops = ops;
+    d->height = height;
+  }
 };
 
 inline uint32_t OutputTensor(const RegionDesc& d) { return d.ops[d.num_ops - 1].out; }
@@ -170,6 +185,48 @@ struct OpBandSupport {
 };
 // (Defined in src/ops/band_loop.cpp, next to the region's execution.)
 bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out);
+
+// A fused region described on local tensor indices: `tensors[local]` is
+// the Model's tensor, `pad_word[i]` where op i's top pad sits in its params
+// (OpBandSupport::pad_word). The arrays point into a RegionStorage while a
+// region is checked, and into the interpreter's persistent memory once
+// Interpreter::Init described it for good (DescribeRegions, FindRegion).
+struct Region {
+  uint32_t loop;  // the BAND_LOOP op (kNotInRegion for a candidate)
+  uint32_t first_op, num_ops, band_rows;
+  bool in_place;
+  uint16_t staging;  // the BAND_LOOP's output (kNoTensor when not in place)
+  RegionDesc desc;
+  uint16_t* tensors;  // [desc.num_tensors]
+  bool* produced;     // [desc.num_tensors]: written by a region op
+  int8_t* pad_word;   // [num_ops]
+};
+
+// Room for the arrays of any region the format allows (kMaxRegionOps ops,
+// kMaxRegionTensors tensors).
+struct RegionStorage {
+  RegionDescStorage desc;
+  uint16_t tensors[xts3::kMaxRegionTensors];
+  bool produced[xts3::kMaxRegionTensors];
+  int8_t pad_word[xts3::kMaxRegionOps];
+  void Attach(Region* r) {
+    desc.Attach(&r->desc);
+    r->tensors = tensors;
+    r->produced = produced;
+    r->pad_word = pad_word;
+  }
+};
+
+// The planner's question, asked through the binding before any BAND_LOOP
+// exists: would ops first .. first+num-1 of `m` (none of them in a region)
+// pass the parser as a region, with a BAND_LOOP in front and the outputs of
+// all but the last op BANDED? The same checks as DescribeRegion and
+// CheckRegions run on that hypothesis; IN_PLACE adds the shape check.
+Status DescribeCandidate(const Model& m, uint32_t first, uint32_t num, bool in_place, Region* r);
+
+// The persistent bytes Interpreter::Init keeps for a region of num_ops ops
+// and num_tensors tensors (src/ops/band_loop.h DescribeRegions).
+uint32_t PerRegionBytes(uint32_t num_ops, uint32_t num_tensors);
 
 }  // namespace band
 }  // namespace espnn

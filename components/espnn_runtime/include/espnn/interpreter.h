@@ -1,7 +1,10 @@
 // Runs a parsed XTS3 graph. Memory is the caller's: one arena (activations,
-// offsets planned ahead of time and stored in the blob) and one scratch
+// offsets planned ahead of time and stored in the blob), one scratch
 // buffer shared by every op (the maximum of ESP-NN's get_*_scratch_size over
-// the graph). Init and Invoke allocate nothing.
+// the graph) and, for a graph with fused regions (BAND_LOOP), persistent
+// memory where Init describes each region once for every Invoke to read
+// (docs/performance.md, "Fused regions: memory and stack"). Init and Invoke
+// allocate nothing.
 //
 // ESP-NN keeps its scratch pointers in process-wide globals, so two
 // Interpreters must not Invoke concurrently unless the caller serializes
@@ -19,6 +22,9 @@ namespace espnn {
 struct MemoryRequirements {
   uint32_t arena_bytes;    // from the blob header
   uint32_t scratch_bytes;  // max over ops, rounded up to 16
+  // The fused regions' descriptions (0 without BAND_LOOP): per region a
+  // header and arrays sized to its ops and tensors; a multiple of 16.
+  uint32_t persistent_bytes;
 };
 
 // Sizes the caller must provide to Interpreter::Init for this model. The
@@ -28,10 +34,11 @@ MemoryRequirements ComputeMemoryRequirements(const Model& model);
 
 class Interpreter {
  public:
-  // `arena` and `scratch` must be 16-byte aligned and at least as large as
-  // ComputeMemoryRequirements says (scratch may be null when it says 0).
+  // `arena`, `scratch` and `persistent` must be 16-byte aligned and at
+  // least as large as ComputeMemoryRequirements says (each may be null when
+  // it says 0). `persistent` must stay untouched while the Interpreter lives.
   Status Init(const Model* model, void* arena, size_t arena_bytes, void* scratch,
-              size_t scratch_bytes);
+              size_t scratch_bytes, void* persistent = nullptr, size_t persistent_bytes = 0);
 
   bool initialized() const { return model_ != nullptr; }
   const Model& model() const { return *model_; }
@@ -62,6 +69,8 @@ class Interpreter {
   uint8_t* arena_ = nullptr;
   uint8_t* scratch_ = nullptr;
   uint32_t scratch_bytes_ = 0;
+  const void* regions_ = nullptr;  // `persistent`: the fused regions' records (Init)
+  uint32_t num_regions_ = 0;
   const void* external_[xts3::kMaxGraphInputs] = {};  // BindInput, by graph input
 };
 

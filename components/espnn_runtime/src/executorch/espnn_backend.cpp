@@ -6,7 +6,8 @@
 // the libexecutorch.so of the executorch wheel).
 //
 // Memory (Kconfig ESPNN_MEMORY_SOURCE; see MemorySource below): init() takes
-// the handle, the arena, the scratch buffer and, when the payload is not
+// the handle, the arena, the scratch buffer, the fused regions' persistent
+// data (none without BAND_LOOP) and, when the payload is not
 // 16-byte aligned, an aligned copy of it either from the method's runtime
 // allocator (default; freed with the method) or from espnn_pal_malloc
 // (heap_caps on the chip, internal RAM or PSRAM first; the host's
@@ -151,6 +152,7 @@ struct DelegateState {
   void* payload_copy = nullptr;  // aligned copy of the payload, or null (in place)
   void* arena = nullptr;
   void* scratch = nullptr;
+  void* persistent = nullptr;  // the fused regions' descriptions (Interpreter::Init)
 };
 
 // Both copy sources are decided at compile time (see kCopyWeights).
@@ -163,7 +165,7 @@ void FreePayloadCopy(void* p) {
 }
 
 void DestroyState(DelegateState* state) {
-  void* blocks[2] = {state->arena, state->scratch};
+  void* blocks[3] = {state->arena, state->scratch, state->persistent};
   void* copy = state->payload_copy;
   state->~DelegateState();
   FreePayloadCopy(copy);
@@ -298,14 +300,18 @@ class EspNNBackend final : public BackendInterface {
     const MemoryRequirements req = ComputeMemoryRequirements(state->model);
     if (req.arena_bytes) state->arena = memory.Allocate(req.arena_bytes);
     if (req.scratch_bytes) state->scratch = memory.Allocate(req.scratch_bytes);
-    if ((req.arena_bytes && state->arena == nullptr) || (req.scratch_bytes && state->scratch == nullptr)) {
-      ET_LOG(Error, "EspNNBackend: no memory for the arena (%u bytes) and scratch (%u bytes)",
-             (unsigned)req.arena_bytes, (unsigned)req.scratch_bytes);
+    if (req.persistent_bytes) state->persistent = memory.Allocate(req.persistent_bytes);
+    if ((req.arena_bytes && state->arena == nullptr) || (req.scratch_bytes && state->scratch == nullptr) ||
+        (req.persistent_bytes && state->persistent == nullptr)) {
+      ET_LOG(Error,
+             "EspNNBackend: no memory for the arena (%u bytes), scratch (%u bytes) and region data "
+             "(%u bytes)",
+             (unsigned)req.arena_bytes, (unsigned)req.scratch_bytes, (unsigned)req.persistent_bytes);
       DestroyState(state);
       return Error::MemoryAllocationFailed;
     }
     s = state->interpreter.Init(&state->model, state->arena, req.arena_bytes, state->scratch,
-                                req.scratch_bytes);
+                                req.scratch_bytes, state->persistent, req.persistent_bytes);
     if (!s.ok()) {
       ET_LOG(Error, "EspNNBackend: interpreter init failed: %s", s.message());
       DestroyState(state);

@@ -15,6 +15,13 @@
 // pads, and ESP-NN's scratch sizes grow with the image, so that covers every
 // band (on the host's ANSI stand-in the scratch is 0 anyway).
 //
+// Description: the region rules are stated once, in DescribeRegionOps and
+// the checks beside it. The parser runs them on every BAND_LOOP
+// (CheckRegions), the Python planner on a candidate run of ops before any
+// BAND_LOOP exists (DescribeCandidate, through the binding), and
+// Interpreter::Init once more to keep each region's description in its
+// persistent memory (DescribeRegions); EvalBandLoop only reads that.
+//
 // Buffers: a region input is a full tensor; a BANDED tensor is a buffer of
 // `capacity` rows holding rows [lo, hi) of the tensor (row lo first); when
 // the next band needs rows [lo', hi'), rows [lo', hi) are moved to the front
@@ -37,6 +44,15 @@ using namespace xts3;
 namespace {
 
 constexpr RowWindow kElementwise = {1, 0, 1};
+
+// The params of the ops with a top pad (DescribeOp), copied per band with
+// the band's pad; the parser checked params_count against these structs.
+constexpr uint32_t kMaxBandParams = 16;
+static_assert(sizeof(CONV2D_Params) <= 4 * kMaxBandParams &&
+                  sizeof(DEPTHWISE_CONV2D_Params) <= 4 * kMaxBandParams &&
+                  sizeof(AVG_POOL2D_Params) <= 4 * kMaxBandParams &&
+                  sizeof(MAX_POOL2D_Params) <= 4 * kMaxBandParams,
+              "a band's params fit its copy");
 
 // Offset of a field in a params struct, in parameter words.
 #define ESPNN_PARAM_WORD(Struct, field) ((int32_t)(offsetof(Struct, field) / 4))
@@ -138,13 +154,35 @@ Status LocalTensor(Region* r, uint16_t t, uint32_t* local) {
   return Status::Ok();
 }
 
-Status DescribeRegionOps(const Model& m, Region* r) {
+// Which tensors are BANDED: in a blob, those with the flag; for a candidate
+// region (DescribeCandidate), the outputs of all but its last op, as the
+// writer would flag them. Every rule below asks this, never the flag.
+struct Banded {
+  const Model& m;
+  bool candidate = false;
+  uint32_t num = 0;
+  uint16_t outputs[kMaxRegionOps];  // a candidate's: of all but its last op
+
+  explicit Banded(const Model& model) : m(model) {}
+  Banded(const Model& model, uint32_t first, uint32_t n) : m(model), candidate(true) {
+    for (uint32_t i = first; i + 1 < first + n; ++i) outputs[num++] = m.op(i).outputs[0];
+  }
+  bool operator()(uint16_t t) const {
+    if (!candidate) return (m.tensor(t).flags & kTensorFlagBanded) != 0;
+    for (uint32_t i = 0; i < num; ++i)
+      if (outputs[i] == t) return true;
+    return false;
+  }
+};
+
+Status DescribeRegionOps(const Model& m, const Banded& is_banded, Region* r) {
   for (uint32_t i = 0; i < r->num_ops; ++i) {
     const OpInfo op = m.op(r->first_op + i);
     OpBandSupport s;
     if (op.opcode == Opcode::BAND_LOOP || !DescribeOp(m, op, &s))
       return ops::Fail("op %u (%s) cannot run in a fused region", (unsigned)op.index,
                        OpcodeName(op.opcode));
+    r->pad_word[i] = (int8_t)s.pad_word;
     RegionOpDesc& d = r->desc.ops[i];
     d.num_inputs = s.num_inputs;
     for (uint32_t j = 0; j < s.num_inputs; ++j) {
@@ -154,7 +192,7 @@ Status DescribeRegionOps(const Model& m, Region* r) {
         return ops::Fail("op %u input %u (tensor %u) must be an int8 [1,H,W,C] arena tensor",
                          (unsigned)op.index, (unsigned)s.slot[j], (unsigned)t);
       ESPNN_RETURN_IF_ERROR(LocalTensor(r, t, &d.in[j]));
-      const bool banded = (m.tensor(t).flags & kTensorFlagBanded) != 0;
+      const bool banded = is_banded(t);
       if (banded != r->produced[d.in[j]])
         return ops::Fail("op %u input %u (tensor %u): %s", (unsigned)op.index,
                          (unsigned)s.slot[j], (unsigned)t,
@@ -169,7 +207,7 @@ Status DescribeRegionOps(const Model& m, Region* r) {
       return ops::Fail("op %u output (tensor %u) must be an int8 [1,H,W,C] tensor",
                        (unsigned)op.index, (unsigned)o);
     const bool last = i + 1 == r->num_ops;
-    const bool banded = (m.tensor(o).flags & kTensorFlagBanded) != 0;
+    const bool banded = is_banded(o);
     if (banded == last)
       return ops::Fail("op %u output (tensor %u) %s", (unsigned)op.index, (unsigned)o,
                        last ? "is the region output and must not be BANDED"
@@ -189,6 +227,41 @@ Status DescribeRegionOps(const Model& m, Region* r) {
       return ops::Fail("op %u output (tensor %u) is read by no later op of the region",
                        (unsigned)(r->first_op + i), (unsigned)r->tensors[r->desc.ops[i].out]);
   }
+  r->desc.in_place_input = r->in_place ? r->desc.ops[0].in[0]  // from before the region
+                                       : r->desc.num_tensors;
+  return Status::Ok();
+}
+
+// Outside a region nothing reads or writes a BANDED tensor.
+Status CheckOutsideUse(const Banded& is_banded, const OpInfo& op) {
+  for (uint32_t k = 0; k < op.num_inputs + op.num_outputs; ++k) {
+    const uint16_t t = k < op.num_inputs ? op.inputs[k] : op.outputs[k - op.num_inputs];
+    if (t != kNoTensor && is_banded(t))
+      return ops::Fail("op %u (%s) uses BANDED tensor %u outside a fused region",
+                       (unsigned)op.index, OpcodeName(op.opcode), (unsigned)t);
+  }
+  return Status::Ok();
+}
+
+// No graph input or output is BANDED.
+Status CheckGraphIo(const Model& m, const Banded& is_banded) {
+  for (uint32_t i = 0; i < m.num_inputs() + m.num_outputs(); ++i) {
+    const uint16_t t = i < m.num_inputs() ? m.input(i) : m.output(i - m.num_inputs());
+    if (is_banded(t))
+      return ops::Fail("graph %s tensor %u is BANDED", i < m.num_inputs() ? "input" : "output",
+                       (unsigned)t);
+  }
+  return Status::Ok();
+}
+
+// IN_PLACE: the output takes its input's place, so it has its shape.
+Status CheckInPlaceShape(const Model& m, const Region& r) {
+  const TensorInfo x = m.tensor(r.tensors[r.desc.in_place_input]);
+  const TensorInfo y = m.tensor(r.tensors[OutputTensor(r.desc)]);
+  if (!x.same_shape(y))
+    return ops::Fail("IN_PLACE: the output (tensor %u) must have the shape of the region input "
+                     "(tensor %u)",
+                     (unsigned)r.tensors[OutputTensor(r.desc)], (unsigned)r.tensors[r.desc.in_place_input]);
   return Status::Ok();
 }
 
@@ -211,12 +284,9 @@ Status CheckInPlace(const Model& m, const Region& r, const OpInfo& loop, const R
       return ops::Fail("a staging output is only for an IN_PLACE region");
     return Status::Ok();
   }
+  ESPNN_RETURN_IF_ERROR(CheckInPlaceShape(m, r));
   const TensorInfo x = m.tensor(r.tensors[r.desc.in_place_input]);
   const TensorInfo y = m.tensor(r.tensors[OutputTensor(r.desc)]);
-  if (!x.same_shape(y))
-    return ops::Fail("IN_PLACE: the output (tensor %u) must have the shape of the region input "
-                     "(tensor %u)",
-                     (unsigned)r.tensors[OutputTensor(r.desc)], (unsigned)r.tensors[r.desc.in_place_input]);
   if (x.offset != y.offset)
     return ops::Fail("IN_PLACE: the output (tensor %u, arena offset %u) must sit on the region "
                      "input (tensor %u, arena offset %u)",
@@ -247,6 +317,7 @@ Status DescribeRegion(const Model& m, uint32_t loop_index, Region* r) {
   ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.band_rows, "band_rows", 1, (int32_t)kMaxDim));
   if ((p.flags & ~kBandFlagsKnown) != 0)
     return ops::Fail("flags = 0x%x has unknown bits", (unsigned)p.flags);
+  r->loop = loop_index;
   r->first_op = loop_index + 1;
   r->num_ops = (uint32_t)p.num_ops;
   r->band_rows = (uint32_t)p.band_rows;
@@ -254,20 +325,38 @@ Status DescribeRegion(const Model& m, uint32_t loop_index, Region* r) {
   r->staging = loop.num_outputs == 1 ? loop.outputs[0] : kNoTensor;
   r->desc.num_ops = r->num_ops;
   r->desc.num_tensors = 0;
-  ESPNN_RETURN_IF_ERROR(DescribeRegionOps(m, r));
-  r->desc.in_place_input = r->desc.num_tensors;
-  if (r->in_place) {
-    const uint32_t x = r->desc.ops[0].in[0];
-    r->desc.in_place_input = x;  // not produced: the first op's input comes from before
-  }
-  return Status::Ok();
+  return DescribeRegionOps(m, Banded(m), r);
+}
+
+Status DescribeCandidate(const Model& m, uint32_t first, uint32_t num, bool in_place, Region* r) {
+  if (num < 1 || num > kMaxRegionOps)
+    return ops::Fail("num_ops = %u out of range [1, %u]", (unsigned)num, (unsigned)kMaxRegionOps);
+  if (first >= m.num_ops() || num > m.num_ops() - first)
+    return ops::Fail("ops %u..%u run past the last op", (unsigned)first, (unsigned)(first + num - 1));
+  const Banded is_banded(m, first, num);  // (num checked above)
+  r->loop = kNotInRegion;
+  r->first_op = first;
+  r->num_ops = num;
+  r->band_rows = 1;
+  r->in_place = in_place;
+  r->staging = kNoTensor;
+  r->desc.num_ops = num;
+  r->desc.num_tensors = 0;
+  ESPNN_RETURN_IF_ERROR(DescribeRegionOps(m, is_banded, r));
+  if (in_place) ESPNN_RETURN_IF_ERROR(CheckInPlaceShape(m, *r));
+  for (uint32_t i = 0; i < m.num_ops(); ++i)
+    if (i < first || i >= first + num) ESPNN_RETURN_IF_ERROR(CheckOutsideUse(is_banded, m.op(i)));
+  return CheckGraphIo(m, is_banded);
 }
 
 Status CheckRegions(const Model& m) {
+  const Banded by_flag(m);
   for (uint32_t i = 0; i < m.num_ops(); ++i) {
     const OpInfo op = m.op(i);
     if (op.opcode == Opcode::BAND_LOOP) {
       Region r;
+      RegionStorage storage;
+      storage.Attach(&r);
       Status s = DescribeRegion(m, i, &r);
       RegionPlan plan;
       if (s.ok()) {
@@ -279,29 +368,133 @@ Status CheckRegions(const Model& m) {
       i += r.num_ops;  // regions do not nest (DescribeRegionOps refused a BAND_LOOP)
       continue;
     }
-    // Outside a region nothing reads or writes a BANDED tensor.
-    for (uint32_t k = 0; k < op.num_inputs + op.num_outputs; ++k) {
-      const uint16_t t = k < op.num_inputs ? op.inputs[k] : op.outputs[k - op.num_inputs];
-      if (t != kNoTensor && (m.tensor(t).flags & kTensorFlagBanded) != 0)
-        return ops::Fail("op %u (%s) uses BANDED tensor %u outside a fused region", (unsigned)i,
-                         OpcodeName(op.opcode), (unsigned)t);
-    }
+    ESPNN_RETURN_IF_ERROR(CheckOutsideUse(by_flag, op));
   }
-  for (uint32_t i = 0; i < m.num_inputs() + m.num_outputs(); ++i) {
-    const uint16_t t = i < m.num_inputs() ? m.input(i) : m.output(i - m.num_inputs());
-    if ((m.tensor(t).flags & kTensorFlagBanded) != 0)
-      return ops::Fail("graph %s tensor %u is BANDED", i < m.num_inputs() ? "input" : "output",
-                       (unsigned)t);
+  return CheckGraphIo(m, by_flag);
+}
+
+// ------------------------------------------------------------------ persistent data
+
+namespace {
+
+// A region's record in persistent memory; its arrays follow the records,
+// at `arrays` bytes from the start of that memory.
+struct RegionRecord {
+  uint32_t loop, first_op, num_ops, band_rows, num_tensors, in_place_input, arrays;
+  uint16_t staging;
+  uint8_t in_place, reserved;
+};
+static_assert(sizeof(RegionRecord) == 32, "docs/performance.md states 32 bytes per region record");
+static_assert(sizeof(RegionOpDesc) == 40, "docs/performance.md states 40 bytes per region op");
+
+uint32_t Align(uint32_t n, uint32_t a) { return (n + a - 1) / a * a; }
+
+// The arrays of a region with n ops and t tensors: ops, height, tensors,
+// produced, pad_word (each aligned to its element: the sizes keep it so).
+uint32_t ArrayBytes(uint32_t n, uint32_t t) {
+  return Align(n * (uint32_t)sizeof(RegionOpDesc) + t * (uint32_t)(sizeof(uint32_t) + sizeof(uint16_t) +
+                                                                   sizeof(bool)) + n,
+               kPersistentAlignment);
+}
+
+// Points r's arrays at `mem`, laid out as ArrayBytes counts them.
+void AttachArrays(uint8_t* mem, uint32_t n, uint32_t t, Region* r) {
+  r->desc.ops = (RegionOpDesc*)mem;
+  mem += n * sizeof(RegionOpDesc);
+  r->desc.height = (uint32_t*)mem;
+  mem += t * sizeof(uint32_t);
+  r->tensors = (uint16_t*)mem;
+  mem += t * sizeof(uint16_t);
+  r->produced = (bool*)mem;
+  mem += t * sizeof(bool);
+  r->pad_word = (int8_t*)mem;
+}
+
+}  // namespace
+
+uint32_t PerRegionBytes(uint32_t num_ops, uint32_t num_tensors) {
+  return (uint32_t)sizeof(RegionRecord) + ArrayBytes(num_ops, num_tensors);
+}
+
+uint32_t RegionsBytes(const Model& m) {
+  uint32_t bytes = 0;
+  for (uint32_t i = 0; i < m.num_ops(); ++i) {
+    if (m.op(i).opcode != Opcode::BAND_LOOP) continue;
+    Region r;
+    RegionStorage storage;
+    storage.Attach(&r);
+    if (!DescribeRegion(m, i, &r).ok()) return 0;  // not a parsed model: Init refuses it
+    bytes += PerRegionBytes(r.num_ops, r.desc.num_tensors);
+    i += r.num_ops;
   }
+  return bytes;
+}
+
+Status DescribeRegions(const Model& m, void* mem, uint32_t bytes, uint32_t* count) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < m.num_ops(); ++i)
+    if (m.op(i).opcode == Opcode::BAND_LOOP) ++n;  // regions do not nest (CheckRegions)
+  RegionRecord* records = (RegionRecord*)mem;
+  uint32_t used = n * (uint32_t)sizeof(RegionRecord), k = 0;
+  for (uint32_t i = 0; i < m.num_ops() && k < n; ++i) {
+    if (m.op(i).opcode != Opcode::BAND_LOOP) continue;
+    Region r;
+    RegionStorage storage;
+    storage.Attach(&r);
+    ESPNN_RETURN_IF_ERROR(DescribeRegion(m, i, &r));
+    const uint32_t nops = r.num_ops, nt = r.desc.num_tensors;
+    if (used + ArrayBytes(nops, nt) > bytes)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "init: the fused regions need more than %u bytes", (unsigned)bytes);
+    records[k++] = {r.loop, r.first_op, nops, r.band_rows, nt, r.desc.in_place_input, used,
+                    r.staging, (uint8_t)r.in_place, 0};
+    Region saved;
+    AttachArrays((uint8_t*)mem + used, nops, nt, &saved);
+    memcpy(saved.desc.ops, r.desc.ops, nops * sizeof(RegionOpDesc));
+    memcpy(saved.desc.height, r.desc.height, nt * sizeof(uint32_t));
+    memcpy(saved.tensors, r.tensors, nt * sizeof(uint16_t));
+    memcpy(saved.produced, r.produced, nt * sizeof(bool));
+    memcpy(saved.pad_word, r.pad_word, nops);
+    used += ArrayBytes(nops, nt);
+    i += r.num_ops;
+  }
+  *count = k;
   return Status::Ok();
+}
+
+bool FindRegion(const void* mem, uint32_t count, uint32_t loop, Region* r) {
+  const RegionRecord* records = (const RegionRecord*)mem;
+  uint32_t lo = 0, hi = count;  // binary search: records are in op order
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (records[mid].loop < loop)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo >= count || records[lo].loop != loop) return false;
+  const RegionRecord& rec = records[lo];
+  r->loop = rec.loop;
+  r->first_op = rec.first_op;
+  r->num_ops = rec.num_ops;
+  r->band_rows = rec.band_rows;
+  r->in_place = rec.in_place != 0;
+  r->staging = rec.staging;
+  r->desc.num_ops = rec.num_ops;
+  r->desc.num_tensors = rec.num_tensors;
+  r->desc.in_place_input = rec.in_place_input;
+  AttachArrays((uint8_t*)mem + rec.arrays, rec.num_ops, rec.num_tensors, r);
+  return true;
 }
 
 // ------------------------------------------------------------------ run
 
 namespace {
 
+// What a band loop changes as it runs (on the stack: the region's
+// description is read-only, in the interpreter's persistent memory).
 struct BandState {
-  Region r;
+  const Region& r;
   uint8_t* base[kMaxRegionTensors];   // row `have[t].lo` of t is at base[t]
   RowRange have[kMaxRegionTensors];   // rows of t present
   uint32_t row_bytes[kMaxRegionTensors];
@@ -311,8 +504,7 @@ struct BandState {
 Status RunOpRows(const Model& m, const EvalContext& ctx, BandState& st, uint32_t i, RowRange rows,
                  uint8_t* out_data) {
   const OpInfo op = m.op(st.r.first_op + i);
-  OpBandSupport s;
-  DescribeOp(m, op, &s);
+  const int32_t pad_word = st.r.pad_word[i];
   const RegionOpDesc& d = st.r.desc.ops[i];
   TensorView views[kMaxRegionOpRowInputs + 1];
   uint32_t n = 0;
@@ -329,12 +521,13 @@ Status RunOpRows(const Model& m, const EvalContext& ctx, BandState& st, uint32_t
   }
   views[n++] = {st.r.tensors[d.out], rows.size(), out_data};
   // Params with the band's top pad (bounded by the op's own pad: 0..65535).
-  uint8_t words[4 * 16];
+  uint8_t words[4 * kMaxBandParams];
   OpInfo band_op = op;
-  if (s.pad_word >= 0) {
-    if (op.params_count > 16) return Status::Error(StatusCode::kInvalidBlob, "params too long for a band");
+  if (pad_word >= 0) {
+    if (op.params_count > kMaxBandParams)
+      return Status::Error(StatusCode::kInvalidBlob, "params too long for a band");
     memcpy(words, op.params, 4u * op.params_count);
-    memcpy(words + 4 * s.pad_word, &pad_top, 4);
+    memcpy(words + 4 * pad_word, &pad_top, 4);
     band_op.params = words;
   }
   EvalContext band_ctx = ctx;
@@ -361,8 +554,11 @@ Status ValidateBandLoop(const Model&, const OpInfo& op) {
 
 Status EvalBandLoop(const OpInfo& loop, const EvalContext& ctx) {
   const Model& m = *ctx.model;
-  BandState st;
-  ESPNN_RETURN_IF_ERROR(DescribeRegion(m, loop.index, &st.r));
+  // Described once by Interpreter::Init (DescribeRegions); here only read.
+  Region region;
+  if (!FindRegion(ctx.regions, ctx.num_regions, loop.index, &region))
+    return Status::Error(StatusCode::kNotInitialized, "no region data for this BAND_LOOP");
+  BandState st{region, {}, {}, {}};
   const RegionDesc& d = st.r.desc;
   const uint32_t out_t = OutputTensor(d);
   for (uint32_t t = 0; t < d.num_tensors; ++t) {

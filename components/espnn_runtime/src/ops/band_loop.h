@@ -13,18 +13,25 @@
 namespace espnn {
 namespace band {
 
-// The region of the BAND_LOOP at op `loop`, checked (structure, tensors, the
-// capacity of every BANDED tensor and of the staging buffer) and described
-// on local tensor indices; `tensors[local]` is the Model's tensor.
-struct Region {
-  uint32_t first_op, num_ops, band_rows;
-  bool in_place;
-  uint16_t staging;  // the BAND_LOOP's output (kNoTensor when not in place)
-  RegionDesc desc;
-  uint16_t tensors[xts3::kMaxRegionTensors];
-  bool produced[xts3::kMaxRegionTensors];
-};
+// The region of the BAND_LOOP at op `loop`, checked (structure, tensors;
+// CheckRegions adds capacities and IN_PLACE) and described. `r`'s arrays
+// must be attached (RegionStorage::Attach).
 Status DescribeRegion(const Model& m, uint32_t loop, Region* r);
+
+// Persistent per-region data (docs/performance.md, "Fused regions: memory
+// and stack"): every region of a parsed model described once, at
+// Interpreter::Init, for EvalBandLoop to read. Per region a 32-byte record
+// and its arrays: PerRegionBytes(ops, tensors) = 32 + (41*ops + 7*tensors
+// rounded up to 16). Pointer-free, so the same bytes on every target.
+constexpr uint32_t kPersistentAlignment = 16;
+// The persistent bytes a parsed model needs (0 without fused regions).
+uint32_t RegionsBytes(const Model& m);
+// Describes every region into `mem` (RegionsBytes(m) bytes, 16-byte
+// aligned): the records first, in op order, then their arrays.
+Status DescribeRegions(const Model& m, void* mem, uint32_t bytes, uint32_t* count);
+// The region of the BAND_LOOP at op `loop` among the `count` regions
+// DescribeRegions wrote at `mem`: a view whose arrays point into `mem`.
+bool FindRegion(const void* mem, uint32_t count, uint32_t loop, Region* r);
 
 // Parse-time checks of every region of the model, including that no BANDED
 // tensor is read outside its region. Runs after every op passed CheckOp.

@@ -35,6 +35,9 @@ struct EvalContext {
   // Caller-bound data of EXTERNAL graph inputs, by graph input position
   // (Interpreter::BindInput); nullptr entries for the others.
   const void* const* external = nullptr;
+  // The fused regions described at Interpreter::Init (band::FindRegion).
+  const void* regions = nullptr;
+  uint32_t num_regions = 0;
 
   TensorInfo tensor(uint16_t index) const;
   // Read-only data of any tensor (arena or constant); nullptr for kNoTensor.

@@ -38,7 +38,8 @@
 namespace espnn {
 namespace bundle {
 
-enum class MemoryUse : uint8_t { kArena, kScratch, kModelCopy };
+// kRegions: the fused regions' persistent descriptions (Interpreter::Init).
+enum class MemoryUse : uint8_t { kArena, kScratch, kModelCopy, kRegions };
 
 // What the runner needs from the platform. Defaults describe a platform
 // without clocks or heap statistics.
