@@ -14,7 +14,7 @@ import pytest
 
 from espnn_dev import band_graphs as bg
 from executorch_espnn import _native
-from executorch_espnn.memory import ArenaPlan, FusedRegion, RegionLayout, is_fusable
+from executorch_espnn.memory import ArenaPlan, FusedRegion, RegionLayout, RegionRefused, is_fusable
 from executorch_espnn.memory.arena_rule import aligned
 from executorch_espnn.memory.fused_regions import refusal
 
@@ -29,7 +29,7 @@ def _blob_with_loop(w, first: int, num: int, band_rows: int) -> bytes:
     for t, (n, in_arena) in enumerate(zip(g.nbytes, g.in_arena)):
         if in_arena:
             offsets[t], end = end, end + aligned(n)
-    lay = RegionLayout(FusedRegion(first, num, band_rows), banded, None, None, ())
+    lay = RegionLayout(FusedRegion(first, num, band_rows), banded, None, None, (), num_bands=0)  # writer reads neither
     return w.to_bytes(ArenaPlan(offsets, end, (lay,)))
 
 
@@ -75,7 +75,7 @@ def test_the_planner_reports_the_parsers_reason():
     g = w.arena_graph()
     mul = next(i for i, op in enumerate(g.ops) if op.name == "MUL")
     assert refusal(g, mul, 1) == f"op {mul} (MUL) cannot run in a fused region"
-    with pytest.raises(ValueError, match=rf"cannot form a fused region: op {mul} \(MUL\) cannot run"):
+    with pytest.raises(RegionRefused, match=rf"cannot form a fused region: op {mul} \(MUL\) cannot run"):
         w.plan([FusedRegion(mul, 1, 1)])
 
 
