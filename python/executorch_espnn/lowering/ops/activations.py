@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..graph import Unsupported, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import CLAMP_OPS, OutputSpec, QParams, absorbing_producer, clamp_bounds, input_qparams, output_spec
 from ..registry import lookup, register
 
@@ -87,3 +88,11 @@ def v_numel(v) -> int:
 
 
 register(*sorted(CLAMP_OPS), analyze=analyze, lower=lower, compute=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(60,
+               pytorch="relu/relu6/hardtanh/clamp (fused into the producer, else a 1x1 MAX_POOL2D)",
+               xts3="act_min/act_max"),
+)

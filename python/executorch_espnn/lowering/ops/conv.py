@@ -30,6 +30,7 @@ import numpy as np
 from ... import _native
 from ...quant_params import conv_multipliers
 from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, Weight, bias, input_qparams, output_spec, weight
 from ..registry import register
 from ..values import CHANNELS_LAST, Value
@@ -166,3 +167,12 @@ def lower(node, ctx):
 
 register("aten.convolution.default", "aten.conv1d.default", "aten.conv2d.default", analyze=analyze, lower=lower,
          fuses_activation=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(10,
+               pytorch=("conv1d/conv2d (strided, depthwise, grouped, dilated; pad >= kernel extent gets an "
+                        "explicit PAD)"),
+               xts3="CONV2D, DEPTHWISE_CONV2D (+ PAD)"),
+)

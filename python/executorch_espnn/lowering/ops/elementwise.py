@@ -20,6 +20,7 @@ from torch.fx import Node
 
 from ...quant_params import add_params, mul_multiplier
 from ..graph import Unsupported, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CHANNELS_LAST, CONTIG, Value
@@ -94,3 +95,16 @@ def lower(node, ctx):
 
 
 register("aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", analyze=analyze, lower=lower, fuses_activation=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(40,
+               pytorch=("add, mul (broadcasting, constant operands); div by a Python number (EspNNQuantizer "
+                        "rewrites x / c to x * (1 / c))"),
+               xts3="ADD, MUL"),
+    OpTableRow(50,
+               pytorch="sub, rsub (`c - x`, rewritten to sub by EspNNQuantizer)",
+               xts3=("ADD of the negated second operand: a constant negated at compile time, an activation by "
+                     "a LUT (q -> -1 - q, zero point -1 - zp: exact)")),
+)

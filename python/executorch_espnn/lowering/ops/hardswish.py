@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ...quant_params import hard_swish_params
 from ..graph import Unsupported, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 
@@ -51,3 +52,11 @@ def lower(node, ctx):
 
 
 register("aten.hardswish.default", analyze=analyze, lower=lower, preserve=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(70,
+               pytorch="hardswish",
+               xts3="HARD_SWISH"),
+)

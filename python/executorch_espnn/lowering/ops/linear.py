@@ -14,6 +14,7 @@ import numpy as np
 
 from ...quant_params import conv_multipliers, fc_per_tensor_multiplier
 from ..graph import Unsupported, arg, check_kernel_dims, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, Weight, bias, input_qparams, output_spec, weight
 from ..registry import register
 from ..values import CONTIG, Value
@@ -68,3 +69,11 @@ def lower(node, ctx):
 
 
 register("aten.linear.default", analyze=analyze, lower=lower, fuses_activation=True, preserve=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(30,
+               pytorch="linear",
+               xts3="FULLY_CONNECTED"),
+)

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from ...quant_params import lut_from_function
 from ..graph import Unsupported, arg, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import layout_perm
@@ -158,3 +159,17 @@ def lower(node, ctx):
 
 for _name in FUNCTIONS:
     register(_name, analyze=analyze, lower=lower, preserve=_name in PRESERVE)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(80,
+               pytorch=("sigmoid, tanh, silu, gelu, hardsigmoid, leaky_relu, elu, selu, celu, mish, softplus, "
+                        "log_sigmoid, prelu with one slope"),
+               xts3=("LUT (table from the float function; scalar parameters such as negative_slope, alpha, "
+                     "beta, threshold are the node's own, prelu's slope its constant weight)")),
+    OpTableRow(90,
+               pytorch="prelu with a slope per channel",
+               xts3=("CHANNEL_LUT: one table per channel, `axis` = where the value's layout stores PyTorch's "
+                     "dimension 1 (last for NHWC, 1 for [N, C, ...])")),
+)

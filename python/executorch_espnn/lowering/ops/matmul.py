@@ -22,6 +22,7 @@ import numpy as np
 
 from ...quant_params import fc_per_tensor_multiplier
 from ..graph import Unsupported, check_kernel_dims, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CONTIG, SWAPPED_LAST2, Value
@@ -102,3 +103,25 @@ def lower(node, ctx):
 
 register("aten.matmul.default", analyze=analyze, lower=lower, fuses_activation=True, preserve=True)
 register("aten.bmm.default", analyze=analyze, lower=lower, fuses_activation=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(120,
+               pytorch=("matmul, bmm of two int8 tensors (attention's `q @ k^T`, `attn @ v`; batch dims "
+                        "broadcast; aten.matmul kept whole)"),
+               xts3=("BATCH_MATMUL on ESP-NN's FC kernel: an rhs labelled SWAPPED_LAST2 (`k.transpose(-2, -1)`) "
+                     "or a constant is passed as `[.., N, K]` and read in place; any other rhs as `[.., K, N]`, "
+                     "transposed per batch by the runtime")),
+    OpTableRow(140,
+               pytorch=("scaled_dot_product_attention (what nn.MultiheadAttention and "
+                        "nn.TransformerEncoderLayer call): EspNNQuantizer rewrites it before observers are "
+                        "placed into `softmax((q @ k^T) * scale) @ v` (`quantizer/attention.py`), so every "
+                        "intermediate gets an int8 observer; with `is_causal` or a constant mask (boolean, or "
+                        "additive with -inf entries; a mask computed from constants, as MultiheadAttention's, "
+                        "is evaluated at compile time) into `_safe_softmax(scores.masked_fill(masked, -inf))`, "
+                        "annotated as one int8 op"),
+               xts3=("BATCH_MATMUL, MUL by a constant, [ADD of the additive part,] SOFTMAX or MASKED_SOFTMAX "
+                     "(the mask as a constant 0/1 input), BATCH_MATMUL"),
+               also_in=("elementwise", "softmax")),
+)

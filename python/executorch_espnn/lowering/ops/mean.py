@@ -17,6 +17,7 @@ import numpy as np
 
 from ...quant_params import mean_params
 from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CHANNELS_LAST, CONTIG
@@ -138,3 +139,13 @@ register("aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten._adaptive_av
 # Kept from decomposition where delegated; to other sizes it is an average pool (pooling.py).
 register("aten.adaptive_avg_pool1d.default", analyze=analyze, lower=lower, preserve=True,
          when=lambda node: node.args[1] in (1, [1], (1,)))
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(110,
+               pytorch=("mean over H,W; mean over one run of adjacent dims (a transformer's token mean); "
+                        "adaptive_avg_pool1d to 1"),
+               xts3=("MEAN_HW (the second on the PyTorch-order bytes viewed as `[outer, reduced, 1, inner]`; "
+                     "the 1-D pool on `[N, 1, W, C]`)")),
+)

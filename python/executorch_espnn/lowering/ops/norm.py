@@ -18,6 +18,7 @@ import torch
 
 from ...quant_params import layer_norm_params
 from ..graph import Unsupported, arg, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CONTIG
@@ -79,3 +80,13 @@ def lower(node, ctx):
 
 register("aten.layer_norm.default", "aten.rms_norm.default", analyze=analyze, lower=lower,
          fuses_activation=True, preserve=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(160,
+               pytorch=("layer_norm, rms_norm over the last dim (<= 65535; with or without weight/bias; kept "
+                        "whole with `preserve=True`; gamma, beta and eps folded by "
+                        "`quant_params.layer_norm_params`)"),
+               xts3="LAYER_NORM"),
+)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CHANNELS_LAST
@@ -153,3 +154,14 @@ register("aten.max_pool1d.default", "aten.avg_pool1d.default", analyze=analyze, 
          fuses_activation=True, preserve=True)
 register("aten.adaptive_avg_pool1d.default", analyze=analyze, lower=lower, preserve=True,
          when=lambda node: node.args[1] not in (1, [1], (1,)))
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(100,
+               pytorch=("max/avg pool, adaptive avg pool; max_pool1d, avg_pool1d, adaptive_avg_pool1d to a "
+                        "size dividing the length (kept whole with `preserve=True`, so ExecuTorch's unsqueeze "
+                        "+ 2-D pool + squeeze decomposition never splits a Conv1d stack)"),
+               xts3=("MAX_POOL2D, AVG_POOL2D (1-D: height 1 over conv1d's channels-last `[N, W, C]` bytes "
+                     "declared `[N, 1, W, C]`)")),
+)

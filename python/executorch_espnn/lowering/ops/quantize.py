@@ -13,6 +13,7 @@ from __future__ import annotations
 
 
 from ..graph import Unsupported, dtype_of, op_name
+from ..op_table import OpTableRow
 from ..quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, Q_PER_TENSOR, dq_params, f32, q_params
 from ..registry import register
 
@@ -97,3 +98,11 @@ register(Q_PER_TENSOR, analyze=analyze_quantize, lower=lower_quantize, compute=F
 register(DQ_PER_TENSOR, analyze=analyze_dequantize, lower=lower_dequantize, compute=False)
 register(DQ_PER_CHANNEL, analyze=analyze_dequantize_per_channel, lower=lower_nothing, compute=False)
 register("operator.getitem", analyze=analyze_getitem, lower=lower_getitem, compute=False)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(200,
+               pytorch="quantize/dequantize at partition boundaries",
+               xts3="QUANTIZE, DEQUANTIZE, REQUANTIZE"),
+)

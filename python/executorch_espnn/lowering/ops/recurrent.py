@@ -26,6 +26,7 @@ import torch
 from ...quant_params import recurrent_params
 from ...recurrent_ops import gates
 from ..graph import Unsupported, op_name, single_user, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, is_dq, output_spec
 from ..registry import register
 from ..values import CONTIG
@@ -141,3 +142,19 @@ def lower(node, ctx):
 
 
 register("espnn.gru.default", "espnn.lstm.default", analyze=analyze, lower=lower)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(150,
+               pytorch=("nn.GRU / nn.LSTM (`aten.gru.input` / `aten.lstm.input`): zero initial state, "
+                        "unidirectional, no dropout, no LSTM projection, final state unused (or h_n of one "
+                        "layer, given as the output's last step). ExecuTorch keeps no op with several outputs "
+                        "from decomposition, so EspNNQuantizer rewrites each one into the single-output "
+                        "`espnn::gru` / `espnn::lstm` (`recurrent_ops.py`, `quantizer/recurrent.py`; its "
+                        "implementation is PyTorch's op); weights stay float and are quantized per gate row "
+                        "by `quant_params.recurrent_params`; between layers the sequence is int8 at 1/128. "
+                        "One the partitioner refuses is turned back into PyTorch's op and lowered again "
+                        "(`to_espnn_edge`)"),
+               xts3="GRU, LSTM: one record per layer, looping over the time steps"),
+)

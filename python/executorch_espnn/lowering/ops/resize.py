@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import Unsupported, arg, check_kernel_dims, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CHANNELS_LAST
@@ -88,3 +89,11 @@ def lower(node, ctx):
 
 register(*NEAREST, *NEAREST_EXACT, analyze=analyze, lower=lower, compute=False)
 register(*BILINEAR, analyze=analyze, lower=lower)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(170,
+               pytorch="upsample nearest / bilinear",
+               xts3="RESIZE_NEAREST, RESIZE_BILINEAR (tables in `ops/resize_tables.py`)"),
+)

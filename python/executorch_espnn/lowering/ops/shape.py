@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from torch.fx import Node
 
 from ..graph import Unsupported, arg, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, is_dq, output_spec
 from ..registry import register
 from ..values import CONTIG, SWAPPED_LAST2, Value, layout_perm
@@ -161,3 +162,13 @@ def lower_permute(node, ctx):
 
 register(*RESHAPE_OPS, analyze=analyze_reshape, lower=lower_reshape, compute=False)
 register(*PERMUTE_OPS, analyze=analyze_permute, lower=lower_permute, compute=False)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(180,
+               pytorch="view/reshape/flatten, permute/transpose, clone",
+               xts3=("RESHAPE, TRANSPOSE (a permute whose bytes already are the result in CONTIG or "
+                     "SWAPPED_LAST2 writes nothing; a clone between two shape ops, as the Edge dialect spells "
+                     "`reshape(x.transpose(1, 2))`, passes through)")),
+)

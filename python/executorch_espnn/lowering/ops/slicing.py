@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..graph import Unsupported, arg, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CONTIG, Value
@@ -112,3 +113,12 @@ def lower_select(node, ctx):
 
 register("aten.select.int", "aten.select_copy.int", analyze=analyze_select, lower=lower_select, compute=False)
 register("aten.slice.Tensor", "aten.slice_copy.Tensor", analyze=analyze, lower=lower, compute=False)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(190,
+               pytorch="slice, select (`qkv[0]`), constant pad, cat, split/chunk",
+               xts3="SLICE, PAD, CONCAT, SPLIT (dims mapped through the layout)",
+               also_in=("pad", "concat", "split")),
+)

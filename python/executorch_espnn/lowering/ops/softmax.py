@@ -23,6 +23,7 @@ import torch
 
 from ...quant_params import softmax_params
 from ..graph import Unsupported, arg, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, input_qparams, output_spec
 from ..registry import register
 from ..values import CHANNELS_LAST, CONTIG
@@ -143,3 +144,11 @@ def lower_masked_fill(node, ctx):
 register("aten._softmax.default", "aten.softmax.int", analyze=analyze, lower=lower)
 register(SAFE_SOFTMAX, analyze=analyze, lower=lower, preserve=True)
 register(MASKED_FILL, analyze=analyze_masked_fill, lower=lower_masked_fill, compute=False, preserve=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(130,
+               pytorch="softmax (last dim, <= 511)",
+               xts3="SOFTMAX"),
+)

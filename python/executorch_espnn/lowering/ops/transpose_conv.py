@@ -19,6 +19,7 @@ import numpy as np
 
 from ...quant_params import conv_multipliers
 from ..graph import Unsupported, arg, check_kernel_dims, int_list, op_name, static_shape
+from ..op_table import OpTableRow
 from ..quant import OutputSpec, QParams, Weight, bias, input_qparams, output_spec, weight
 from ..registry import register
 from ..values import CHANNELS_LAST, Value
@@ -130,3 +131,11 @@ def lower(node, ctx):
 register("aten.convolution.default", analyze=analyze, lower=lower, fuses_activation=True, when=is_transposed)
 register("aten.conv_transpose2d.input", "aten.conv_transpose1d.default", analyze=analyze, lower=lower,
          fuses_activation=True)
+
+
+# This module's rows of docs/lowering.md's op table (scripts/gen_lowering_table.py writes the table from them).
+OP_TABLE_ROWS = (
+    OpTableRow(20,
+               pytorch="conv_transpose1d/2d",
+               xts3="TRANSPOSE_CONV2D"),
+)
