@@ -12,8 +12,14 @@ three variants, in a session-scoped temporary build directory:
   asan64        64-bit, -fsanitize=address,undefined -fno-sanitize-recover=all
   asan_m32      -m32 with the same sanitizers (needs the 32-bit runtimes)
 
-and runs each over the corpus of tools/espnn_dev/xts3_mutations.py (the valid blobs,
-every truncation, every huge-field and PARAMS mutation) in one process. For
+and runs each in one process over the graphs of tools/espnn_dev/op_corpus.py,
+the single-op seeds of host/fuzz/corpus/run/ (op_NAME_0.xts3: the smallest
+graph of each op alone that tests/ops builds, written by
+host/fuzz/make_corpus.py and kept current by tests/hardening/test_fuzz_seeds.py)
+and the corpus of tools/espnn_dev/xts3_mutations.py (the valid blobs, every
+truncation, every huge-field and PARAMS mutation). Between them the op
+corpus and the seeds use every opcode, so a new op is exercised here once
+its seed is generated, with no hand-written graph. For
 each blob the tool's verdict (OK / REJECT and the message text) must equal
 what executorch_espnn._native says, and for accepted blobs the output bytes
 must equal the binding's outputs on the same inputs (written to FILE.in).
@@ -40,6 +46,7 @@ from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native as fmt
 
 REPO = Path(__file__).resolve().parents[1]
+SINGLE_OP_SEEDS = REPO / "host" / "fuzz" / "corpus" / "run"
 # -O1 keeps the sanitizer builds quick; -g1 gives reports line numbers.
 SANITIZE = "-O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 # Plain -m32 (i386, x87 floating point). Should x87's excess precision ever
@@ -184,17 +191,24 @@ def _binding_verdict(blob: bytes, seed: int) -> tuple[Expected, list[np.ndarray]
     return Expected("OK", detail), feeds
 
 
+def single_op_seeds() -> list[tuple[str, bytes]]:
+    """(name, blob) of the checked-in single-op fuzz seeds, in name order."""
+    return [(p.stem, p.read_bytes()) for p in sorted(SINGLE_OP_SEEDS.glob("op_*.xts3"))]
+
+
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> tuple[Path, dict[str, Expected]]:
     """Writes every corpus blob (and FILE.in for accepted ones) to a tmp dir;
     returns the dir and the 64-bit binding's verdict per file."""
     d = tmp_path_factory.mktemp("xts3_corpus")
     expected: dict[str, Expected] = {}
-    for name, blob in [*op_corpus.op_graphs(), *xm.corpus()]:
+    seeds = [(f"seed_{name}", blob) for name, blob in single_op_seeds()]
+    for name, blob in [*op_corpus.op_graphs(), *seeds, *xm.corpus()]:
         path = d / _file_name(name)
         assert str(path) not in expected, f"duplicate corpus name {name}"
         path.write_bytes(blob)
         exp, feeds = _binding_verdict(blob, zlib.crc32(name.encode()))
+        assert exp.verdict == "OK" or not name.startswith("seed_"), f"{name}: {exp}"
         if feeds is not None:
             (d / (path.name + ".in")).write_bytes(b"".join(np.ascontiguousarray(f).tobytes() for f in feeds))
         expected[str(path)] = exp
@@ -226,10 +240,28 @@ def _elf_class(path: Path) -> int:
     return {1: 32, 2: 64}[head[4]]
 
 
-def test_op_corpus_uses_every_opcode():
+def _opcodes_exercised() -> set[str]:
+    seeds = {op["op"] for _, blob in single_op_seeds() for op in fmt.parse(blob)["ops"]}
+    return op_corpus.opcodes_used() | seeds
+
+
+def test_every_opcode_is_exercised():
     # The corpus is also where the tool checks that Invoke allocates nothing,
-    # so every op must appear in it.
-    assert op_corpus.opcodes_used() == set(fmt.OPCODES)
+    # so every op must appear in it: in an op corpus graph or in its
+    # single-op seed (a region header such as BAND_LOOP cannot stand alone,
+    # so the op corpus's fused graphs hold it).
+    missing = sorted(set(fmt.OPCODES) - _opcodes_exercised())
+    assert single_op_seeds() and missing == [], (
+        f"no op corpus graph and no single-op seed uses {missing}; run "
+        "PYTHONPATH=BUILD_DIR/pkg python host/fuzz/make_corpus.py (docs/fuzzing.md, \"Seed corpus\")")
+
+
+def test_a_new_opcode_is_not_exercised_until_its_seed_exists(monkeypatch):
+    """The check above follows the format: one more opcode, in no graph yet."""
+    top = max(d["opcode"] for d in fmt.OPCODES.values())
+    monkeypatch.setattr(fmt, "OPCODES", {**fmt.OPCODES, "NEW_OP": {**fmt.OPCODES["ADD"], "opcode": top + 1}})
+    with pytest.raises(AssertionError, match="host/fuzz/make_corpus.py"):
+        test_every_opcode_is_exercised()
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
@@ -242,11 +274,13 @@ def test_tool_is_the_variant_it_claims(tools, variant):
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
 def test_verdicts_match_the_64_bit_binding(tools, corpus, variant):
-    """Every truncation, huge-field mutation and valid blob: same verdict,
-    same message, same outputs as the Python binding, and no sanitizer report."""
+    """Every op corpus graph, single-op seed, truncation, huge-field mutation
+    and valid blob: same verdict, same message, same outputs as the Python
+    binding, and no sanitizer report."""
     tool = _tool(tools, variant)
     d, expected = corpus
     files = sorted(expected)
+    assert sum(Path(f).name.startswith("seed_op_") for f in files) == len(single_op_seeds())
     assert sum(e.verdict == "OK" for e in expected.values()) >= len(xm.valid_blobs())
     assert sum(e.verdict == "REJECT" for e in expected.values()) > 1000
     got = _run_tool(tool, files)

@@ -7,8 +7,9 @@ registration line). The other lists are generated or checked where they
 live: the Kconfig switches and the kernel
 registry (tests/firmware/test_selective_ops.py), the format page
 (test_format_doc.py), the in-place graphs (hardening/test_arena_plan.py),
-the fuzz seeds (hardening/test_fuzz_seeds.py), the op corpus
-(test_native_m32_asan.py)."""
+the fuzz seeds (hardening/test_fuzz_seeds.py), the opcodes the -m32 and
+sanitizer builds run (test_native_m32_asan.py: op corpus and single-op
+seeds)."""
 
 from __future__ import annotations
 

@@ -3,10 +3,12 @@
     PYTHONPATH=<dir with executorch_espnn and its _native> python host/fuzz/make_corpus.py [--out DIR]
 
 host/fuzz/corpus/run/    accepted graphs small enough for fuzz_run (arena and
-                         scratch <= 256 KiB): the graphs of tools/espnn_dev/op_corpus.py
-                         (together they use every opcode), the valid blobs of
+                         scratch <= 256 KiB): the graphs of tools/espnn_dev/op_corpus.py,
+                         the valid blobs of
                          tools/espnn_dev/xts3_mutations.py, and the smallest single-op
-                         graphs that tests/ops builds, one per opcode, and the
+                         graphs that tests/ops builds, one per opcode (with the
+                         op corpus they are how tests/test_native_m32_asan.py
+                         runs every opcode -m32 and under ASan/UBSan), and the
                          accepted blobs of tools/espnn_dev/regression_blobs.py
                          (grouped conv, depthwise multipliers, 16 graph I/O).
 host/fuzz/corpus/parse/  the same, plus the hand-built rejected blobs of

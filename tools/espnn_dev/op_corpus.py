@@ -1,6 +1,9 @@
-"""Valid graphs that together use every XTS3 opcode and the interpreter's
-routes (ESP-NN and its own kernels). The -m32/sanitizer test runs them
-through the native tool, which also checks that Invoke allocates nothing."""
+"""Valid graphs that use the XTS3 ops together and the interpreter's routes
+(ESP-NN and its own kernels). The -m32/sanitizer test runs them through the
+native tool, which also checks that Invoke allocates nothing, together with
+the single-op fuzz seeds (host/fuzz/corpus/run/op_*.xts3): between them
+every opcode, so a new op needs no graph here unless it cannot stand alone
+or should run in the runners' op-corpus suite (bundle_cases)."""
 
 from __future__ import annotations
 
@@ -295,7 +298,7 @@ def opcodes_used() -> set[str]:
 
 
 def bundle_cases(runs: int = 0) -> list:
-    """The op corpus (every XTS3 opcode) and the parser tests' valid blobs as
+    """The op corpus and the parser tests' valid blobs as
     bundle cases with the host runtime's expected outputs: what every runner
     (host, lx106, ESP-IDF linux, a board) must reproduce bit-exactly."""
     from . import xts3_mutations as xm
