@@ -14,12 +14,12 @@ seeds)."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import pytest
+from support.scripts import load_script
 
 from executorch_espnn import _native
 
@@ -51,10 +51,7 @@ def test_every_lowering_module_is_imported():
 
 
 def _table_generator():
-    spec = importlib.util.spec_from_file_location("gen_lowering_table", TABLE_GENERATOR)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(TABLE_GENERATOR)
 
 
 def test_the_op_table_is_what_the_generator_writes():

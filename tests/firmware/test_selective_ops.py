@@ -9,7 +9,6 @@ full runtime's outputs, a payload with any other op is refused."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.scripts import load_script
 
 from executorch_espnn import _native
 from executorch_espnn import bundle as B
@@ -47,10 +47,7 @@ def test_kconfig_has_one_switch_per_op_default_on():
 
 
 def _kconfig_generator():
-    spec = importlib.util.spec_from_file_location("gen_kconfig_ops", KCONFIG_GENERATOR)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(KCONFIG_GENERATOR)
 
 
 def test_kconfig_op_switches_are_what_the_generator_writes():
