@@ -66,12 +66,17 @@ int UnsafeSharedInterpreter(const char* path) {
   espnn::Model model;
   if (!espnn::ParseModel(blob, raw.size(), &model).ok()) return 2;
   const espnn::MemoryRequirements req = espnn::ComputeMemoryRequirements(model);
-  void *arena = nullptr, *scratch = nullptr;
+  void *arena = nullptr, *scratch = nullptr, *persistent = nullptr;
   if (posix_memalign(&arena, 16, req.arena_bytes ? req.arena_bytes : 16) != 0 ||
-      posix_memalign(&scratch, 16, req.scratch_bytes ? req.scratch_bytes : 16) != 0)
+      posix_memalign(&scratch, 16, req.scratch_bytes ? req.scratch_bytes : 16) != 0 ||
+      posix_memalign(&persistent, 16, req.persistent_bytes ? req.persistent_bytes : 16) != 0)
     return 2;
   espnn::Interpreter interp;
-  if (!interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes).ok()) return 2;
+  // The fused regions' descriptions live in `persistent` (Interpreter::Init).
+  if (!interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent,
+                   req.persistent_bytes)
+           .ok())
+    return 2;
   // EXTERNAL (float) inputs must be bound, or Invoke returns before any op runs.
   std::vector<std::vector<float>> external(interp.num_inputs());
   for (uint32_t i = 0; i < interp.num_inputs(); ++i) {
@@ -86,6 +91,7 @@ int UnsafeSharedInterpreter(const char* path) {
   std::thread a(run), b(run);
   a.join();
   b.join();
+  free(persistent);
   free(scratch);
   free(arena);
   free(blob);
