@@ -13,9 +13,15 @@ build=${1:-$root/build-host/dev}
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 if [ ! -f "$build/build.ninja" ]; then
+  # pip builds the wheel with pybind11 in an isolated environment; this
+  # script builds with the Python on PATH, which needs it installed.
+  if ! pybind11_dir=$(python3 -m pybind11 --cmakedir 2>/dev/null); then
+    echo "dev-build: $(command -v python3) has no pybind11; install it first: pip install 'pybind11>=2.12'" >&2
+    exit 2
+  fi
   cmake -S "$root/host" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DESPNN_BUILD_PYTHON=ON -DESPNN_BUILD_TOOLS=ON -DPython_EXECUTABLE="$(command -v python3)" \
-    -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
+    -Dpybind11_DIR="$pybind11_dir" >/dev/null
 fi
 targets=(_native xts3_tool)
 # The ExecuTorch delegate extension, when CMake found the executorch wheel.
