@@ -64,7 +64,7 @@ const S3RouteRule* LookupS3RouteRule(xts3::Opcode opcode);
 // 16-byte aligned, for the lowering (which pre-pads a layer that would take
 // the scratch-defect route) before a program exists. `route_name`: which
 // branch of depthwise_conv.cpp's RouteDepthwise decided ("own_kernel",
-// "ansi_scratch_defect", "ansi_tiled_pad_defect", "espnn").
+// "staged_padding", "ansi_tiled_pad_defect", "espnn").
 S3Route DescribeS3DepthwiseLayer(const conv_util::ConvShape& shape, const xts3::DEPTHWISE_CONV2D_Params& params,
                                  const char** route_name);
 
