@@ -213,7 +213,7 @@ void StageImage(const DwGeom& g, const DwGeom& s, const int8_t* in, int8_t* dst,
 
 // The route of a depthwise layer (see the file comment); `s3_optimized`: as
 // an optimized ESP32-S3 build routes it (eval passes kEspnnS3Optimized, the
-// host's description and the lowering's pre-padding choice true).
+// host's description and the lowering's one-channel stem choice true).
 // The staged route is taken on every target (the file comment says why).
 DwRoute RouteDepthwise(const DwGeom& g, bool s3_optimized) {
   if (g.uses_own_kernel()) return DwRoute::kOwnKernel;
