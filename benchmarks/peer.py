@@ -55,10 +55,30 @@ MODELS = {
     "person_detection": "MobileNetV1-0.25, 96x96x1 int8, 2 classes + softmax",
     "ds_cnn": "DS-CNN (MLPerf Tiny KWS), 49x10x1 int8, 12 classes",
 }
-SCHEDULES = ("auto", "layer")
-#: the cases our side runs: (model, schedule, seed). Two seeds for the default
+#: an --arena-budget per model for the "budget" variants: chosen by hand (a few
+#: budgets were run) so that arena + ESP-NN scratch stays below the peer's
+#: arena; a larger budget than the smallest reachable arena buys fewer band
+#: invocations (docs/peer-comparison.md).
+BUDGET = {"person_detection": 40_000, "ds_cnn": 14_000}
+#: how our side compiles each model: the schedule (auto: the smallest arena;
+#: layer; budget: the fewest op invocations within BUDGET) and whether the
+#: program takes and returns int8 (--int8-io, the peer's graphs' contract:
+#: its Invoke() neither quantizes the input nor dequantizes the output).
+VARIANTS = {
+    "auto": (),
+    "layer": ("--schedule", "layer"),
+    "auto+int8io": ("--int8-io",),
+    "layer+int8io": ("--schedule", "layer", "--int8-io"),
+    "budget+int8io": ("--arena-budget", "{budget}", "--int8-io"),
+}
+SCHEDULES = tuple(VARIANTS)
+#: the cases our side runs: (model, variant, seed). Two seeds for the default
 #: schedule show that the instruction count does not depend on weight values.
 CASES = [(m, s, 0) for m in MODELS for s in SCHEDULES] + [(m, "auto", 1) for m in MODELS]
+
+
+def variant_args(model: str, variant: str) -> list[str]:
+    return [a.format(budget=BUDGET[model]) for a in VARIANTS[variant]]
 
 
 # ---------------------------------------------------------------- models
@@ -133,7 +153,7 @@ def compile_cases(work: Path) -> Path:
         if not pte.is_file():
             t0 = time.monotonic()
             espnn("compile", f"{HERE}:{model}_seed{seed}", "-o", str(pte), "-q", "--verify-samples", "1",
-                 "--schedule", schedule, "--json", str(pte.with_suffix(".report.json")))
+                  *variant_args(model, schedule), "--json", str(pte.with_suffix(".report.json")))
             print(f"  compiled {pte.name} in {time.monotonic() - t0:.0f} s", flush=True)
         ptes.append(pte)
     bundle = work / "peer-ours.xtsb"

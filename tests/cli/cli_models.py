@@ -174,3 +174,20 @@ class Autoencoder(nn.Module):
 def autoencoder():
     torch.manual_seed(0)
     return Autoencoder().eval(), (torch.randn(1, 64),)
+
+
+class FloatFirst(nn.Module):
+    """cumsum on the input (no ESP-NN lowering: a float op on the CPU) before a conv: the
+    input feeds no quantize, so it cannot be handed over as int8."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.c(torch.cumsum(x, dim=1))
+
+
+def float_first():
+    torch.manual_seed(0)
+    return FloatFirst().eval(), (torch.randn(1, 3, 8, 8),)

@@ -187,3 +187,39 @@ def test_mobilenet_v2_is_one_partition_with_no_cpu_compute_op(tmp_path):
     assert m["num_cpu_ops"] == 0, m["cpu_ops"]
     assert m["delegated_ops"]["CONV2D"] + m["delegated_ops"]["DEPTHWISE_CONV2D"] == 52
     assert "1 partition(s)" in r.out and "0 CPU op(s)" in r.out and "host-verified" in r.out
+
+
+def test_int8_io_program_takes_and_returns_int8(tmp_path):
+    """--int8-io: ExecuTorch's quantize_io_pass moves the input's quantize and the output's
+    dequantize to the caller; the .pte's method takes and returns int8, the report gives their
+    quantization, and host verification (converting at the boundary) still passes bit-exactly."""
+    from executorch_espnn import runtime
+    from executorch_espnn.pte_suite import method_input_specs
+
+    pte = tmp_path / "mlp.pte"
+    r = espnn("compile", f"{MODELS}:mlp", "-o", pte, "--int8-io", "-q")
+    assert r.code == 0, r
+    doc = json.loads((tmp_path / "mlp.report.json").read_text())
+    validate(doc)
+    io = doc["int8_io"]
+    assert [(x["index"], x["dtype"]) for x in io["inputs"]] == [(0, "int8")]
+    assert [(x["index"], x["dtype"]) for x in io["outputs"]] == [(0, "int8")]
+    assert io["inputs"][0]["scale"] > 0 and -128 <= io["inputs"][0]["zero_point"] <= 127
+    assert doc["verification"]["passed"]
+    assert doc["verification"]["device_runtime"]["outputs"][0]["max_abs_diff"] == 0
+    assert "QUANTIZE" not in doc["methods"]["forward"]["partitions"][0]["payload"]["xts3_ops"]
+    ((shape, dtype),) = method_input_specs(pte.read_bytes())
+    assert shape == (1, 16) and dtype == np.int8
+    x = np.arange(-8, 8, dtype=np.int8).reshape(1, 16)
+    (y,) = runtime.run_pte(pte.read_bytes(), [x])
+    assert np.asarray(y).dtype == np.int8 and np.asarray(y).shape == (1, 4)
+    # Without the option the same model takes float and records no int8_io.
+    r = espnn("compile", f"{MODELS}:mlp", "-o", tmp_path / "f.pte", "-q")
+    assert r.code == 0 and json.loads((tmp_path / "f.report.json").read_text())["int8_io"] is None
+
+
+def test_int8_io_is_refused_when_the_first_op_stays_float_on_the_cpu(tmp_path):
+    r = espnn("compile", f"{MODELS}:float_first", "-o", tmp_path / "c.pte", "--int8-io", "-q")
+    assert r.code == 3, r
+    assert "--int8-io:" in error_line(r) and "cannot take or return int8" in error_line(r)
+    assert not (tmp_path / "c.pte").exists()

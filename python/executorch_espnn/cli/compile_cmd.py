@@ -90,6 +90,10 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--schedule", choices=("auto", "layer", "fused"), default="auto",
                    help="auto (default): fused band-by-band execution only where it lowers the peak arena; "
                    "layer: every op on whole tensors (layer by layer); fused: every fusable chain fused")
+    p.add_argument("--int8-io", action="store_true",
+                   help="the program takes and returns int8 (each input's quantization and each output's "
+                        "dequantization move to the caller, as with TFLite int8 models; the report gives their "
+                        "scales and zero points)")
     p.add_argument("--strict", action="store_true",
                    help="refuse to leave any op on the CPU (allow_cpu_fallback=False): exit code 3 instead")
     p.add_argument("--verify-samples", type=int, default=4, metavar="N",
@@ -165,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
     budget = f", arena budget {args.arena_budget:,} B" if args.arena_budget else ""
     steps(f"lowering for {args.target} (schedule {args.schedule}{budget})"
           + (" (strict: no CPU fallback)" if args.strict else ""))
-    edge = compile_steps.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
-                          arena_budget=args.arena_budget)
+    edge, io = compile_steps.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
+                                   arena_budget=args.arena_budget, int8_io=args.int8_io)
 
     # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition.report import delegation_report
@@ -189,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         warning(f"this host's ExecuTorch runtime lacks CPU kernel(s) {', '.join(missing)} that {output} calls: "
                 "verifying the lowered program instead (delegates on the native runtime, CPU ops in PyTorch); "
                 "a device build must link these kernels")
-    runner = compile_steps.HostRunner(pte, edge, use_pte=not missing)
+    runner = compile_steps.HostRunner(pte, edge, use_pte=not missing, io=io)
     verification = compile_steps.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
     far = deviation_warning(verification) if args.tolerance_lsb is None else None
     if far:
@@ -207,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         arena_budget=args.arena_budget, pte_path=output, pte_bytes=len(pte),
         report=report, calibration={"source": calib.source, "batches": len(calib.batches)}, qat=qat_info,
         verification=verification, accuracy=accuracy, missing_kernels=missing, warnings=warnings,
-        seconds=time.monotonic() - t0)
+        seconds=time.monotonic() - t0, int8_io=io.as_report() if io else None)
     write_outputs(doc, json_path, args.html)
     print_summary(doc, json_path=json_path, html_path=args.html, verbose=args.verbose)
     return EXIT_OK if verification["passed"] else EXIT_VERIFICATION_FAILED

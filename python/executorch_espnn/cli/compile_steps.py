@@ -4,6 +4,8 @@ line names the step, the node when there is one, and what to do."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ET_BACKEND_ERROR, _et_backend, runtime
 from ..compile_spec import EspNNCompileSpecBuilder
 from ..memory.schedule_search import ScheduleError
@@ -99,20 +101,74 @@ def _schedule_error(e: BaseException):
     return None
 
 
-def lower(quantized, example, target: str, strict: bool, *, schedule: str = "auto", arena_budget: int | None = None):
+def lower(quantized, example, target: str, strict: bool, *, schedule: str = "auto", arena_budget: int | None = None,
+          int8_io: bool = False):
+    """(EdgeProgramManager, QuantizedIO or None). With `int8_io` the program
+    takes and returns int8 (ExecuTorch's quantize_io_pass on the exported
+    program: each input's quantize and each output's dequantize move to the
+    caller)."""
     # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
     from ..partition import to_espnn_edge
 
     ep = _export(quantized, example, "quantized model")
+    io = QuantizedIO.apply(ep) if int8_io else None
     specs = (EspNNCompileSpecBuilder().set_target(target).set_schedule(schedule).set_arena_budget(arena_budget)
              .build())
     try:
-        return to_espnn_edge(ep, compile_specs=specs, allow_cpu_fallback=not strict)
+        return to_espnn_edge(ep, compile_specs=specs, allow_cpu_fallback=not strict), io
     except Exception as e:
         failure = _lowering_failure(e, schedule)
         if failure is None:
             raise  # not anticipated: an internal error
         raise failure from e
+
+
+@dataclass(frozen=True)
+class QuantizedIO:
+    """--int8-io: the int8 inputs and outputs of a program, as ExecuTorch's
+    quantize_io_pass recorded them, (scale, zero_point, quant_min, quant_max)
+    each: a caller quantizes a float input with quantize_per_tensor's formula
+    and dequantizes an output the same way (the graph's own q/dq ops, moved
+    out of the program, the way TFLite int8 models are fed)."""
+
+    inputs: tuple
+    outputs: tuple
+
+    @classmethod
+    def apply(cls, ep) -> "QuantizedIO":
+        # lazy: executorch is an optional install; `espnn --help` must load without it
+        from executorch.exir.passes.quantize_io_pass import quantize_input, quantize_output
+
+        sig = ep.graph_signature
+        try:
+            ins = tuple(quantize_input(ep, i)[:4] for i in range(len(sig.user_inputs)))
+            outs = tuple(quantize_output(ep, i)[:4] for i in range(len(sig.user_outputs)))
+        except (ValueError, AssertionError) as e:
+            raise ProgramError(f"--int8-io: {one_line(e)} (every input must feed exactly one quantize and every "
+                               "output come from a dequantize: a model whose first or last op stays a float op "
+                               "on the CPU cannot take or return int8)") from e
+        return cls(ins, outs)
+
+    def to_program(self, inputs) -> list:
+        # lazy: torch takes seconds to import; `espnn --help` must load without it
+        import torch
+
+        return [torch.ops.quantized_decomposed.quantize_per_tensor(x, s, zp, lo, hi, torch.int8)
+                for x, (s, zp, lo, hi) in zip(inputs, self.inputs)]
+
+    def from_program(self, outputs) -> list:
+        # lazy: torch takes seconds to import; `espnn --help` must load without it
+        import torch
+
+        return [torch.ops.quantized_decomposed.dequantize_per_tensor(torch.as_tensor(y), s, zp, lo, hi, torch.int8)
+                for y, (s, zp, lo, hi) in zip(outputs, self.outputs)]
+
+    def as_report(self) -> dict:
+        def rows(params):
+            return [{"index": i, "dtype": "int8", "scale": float(s), "zero_point": int(zp)}
+                    for i, (s, zp, _lo, _hi) in enumerate(params)]
+
+        return {"inputs": rows(self.inputs), "outputs": rows(self.outputs)}
 
 
 def _lowering_failure(e: Exception, schedule: str) -> ProgramError | None:
@@ -170,8 +226,9 @@ class HostRunner:
     executorch.runtime, or (use_pte=False) the lowered Edge program with
     every ESP-NN delegate on the native runtime."""
 
-    def __init__(self, pte: bytes, edge, use_pte: bool, method: str = "forward"):
-        self.method, self.edge, self.pte = method, edge, pte
+    def __init__(self, pte: bytes, edge, use_pte: bool, method: str = "forward", io: QuantizedIO | None = None):
+        # io: an --int8-io program; the runner takes and returns float, converting at its boundary
+        self.method, self.edge, self.pte, self.io = method, edge, pte, io
         self.kind = "pte" if use_pte else "edge"
         self.program = None
         if use_pte:
@@ -192,10 +249,18 @@ class HostRunner:
                 "lowered program: ESP-NN delegates on the native runtime, CPU ops in PyTorch")
 
     def __call__(self, inputs) -> list:
+        inputs = self.io.to_program(inputs) if self.io else list(inputs)
         if self.kind == "pte":
-            return runtime.run_pte(None, list(inputs), self.method, program=self.program)
+            out = runtime.run_pte(None, inputs, self.method, program=self.program)
+        else:
+            out = runtime.run_edge_program(self.edge, inputs, self.method)[0]
+        return self.io.from_program(out) if self.io else out
 
-        return runtime.run_edge_program(self.edge, list(inputs), self.method)[0]
+    def run_edge(self, inputs) -> list:
+        """The lowered program with every ESP-NN delegate on the native device runtime."""
+        inputs = self.io.to_program(inputs) if self.io else list(inputs)
+        out = runtime.run_edge_program(self.edge, inputs, self.method)[0]
+        return self.io.from_program(out) if self.io else out
 
 
 def _rows(cmp) -> list[dict]:
@@ -253,7 +318,7 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
             want = as_list(quantized(*batch.inputs))
             vs_model.add(got, want)
             if vs_device is not None:
-                vs_device.add(got, runtime.run_edge_program(runner.edge, list(batch.inputs), runner.method)[0])
+                vs_device.add(got, runner.run_edge(batch.inputs))
             if classifier is None:
                 classifier = classifier_shaped(want, batch.inputs)
             if classifier:

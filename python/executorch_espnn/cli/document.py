@@ -12,7 +12,7 @@ from ..partition.op_kinds import counts_text, quant_suffix
 from ..targets import TARGETS, lookup, planned_memory_excess, planned_memory_over
 from .files import write_file
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _tool() -> dict:
@@ -21,9 +21,10 @@ def _tool() -> dict:
 
 
 def compile_document(*, model, target, strict, schedule="auto", arena_budget=None, pte_path, pte_bytes, report, calibration, qat, verification,
-                     accuracy, missing_kernels, warnings, seconds) -> dict:
+                     accuracy, missing_kernels, warnings, seconds, int8_io=None) -> dict:
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "compile", "model": model,
             "target": target, "strict": strict, "schedule": schedule, "arena_budget": arena_budget,
+            "int8_io": int8_io,
             "pte": {"path": str(pte_path), "bytes": pte_bytes}, "internal_ram": _internal_ram(target),
             "methods": _methods(report, target), "calibration": calibration, "qat": qat,
             "verification": verification, "accuracy": accuracy, "host_missing_kernels": missing_kernels,
@@ -40,7 +41,7 @@ def report_document(*, pte_path, pte_bytes, report, missing_kernels, warnings) -
     target = report_target(report)
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "report", "model": None,
             "target": target, "strict": None, "schedule": None,
-            "arena_budget": None, "pte": {"path": str(pte_path), "bytes": pte_bytes},
+            "arena_budget": None, "int8_io": None, "pte": {"path": str(pte_path), "bytes": pte_bytes},
             "internal_ram": _internal_ram(target), "methods": _methods(report, target), "calibration": None,
             "qat": None, "verification": None, "accuracy": None, "host_missing_kernels": missing_kernels,
             "warnings": warnings, "seconds": None}
