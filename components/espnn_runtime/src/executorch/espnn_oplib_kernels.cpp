@@ -1,0 +1,144 @@
+// The operator-library mode's ExecuTorch kernels (docs/oplib.md): one
+// out-variant kernel `espnn::<name>.out` per row of espnn/oplib_ops.h,
+// registered with ExecuTorch's kernel registry from a static initializer
+// (like EspNNBackend in espnn_backend.cpp; static archives must keep this
+// object the same way).
+//
+// A kernel only translates ExecuTorch's arguments into a SingleOpCall:
+// every check of the op, its scratch size and its ESP-NN call are the
+// interpreter's (RunSingleOp runs the op as a one-op XTS3 program).
+#include <stdint.h>
+#include <string.h>
+
+#include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
+#include <executorch/runtime/kernel/kernel_runtime_context.h>
+#include <executorch/runtime/kernel/operator_registry.h>
+#include <executorch/runtime/platform/log.h>
+
+#include "espnn/executorch_backend.h"
+#include "espnn/model.h"
+#include "espnn/oplib_ops.h"
+#include "espnn/single_op.h"
+
+namespace espnn {
+namespace et {
+namespace {
+
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::runtime::EValue;
+using executorch::runtime::Error;
+using executorch::runtime::KernelRuntimeContext;
+using executorch::runtime::Span;
+
+// How many inputs an opcode has (the oplib ops all have a fixed count).
+constexpr uint32_t OpInputs(xts3::Opcode op) {
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  if (op == xts3::Opcode::name) return imax;
+  ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+  return 0;
+}
+
+constexpr uint32_t OpParams(xts3::Opcode op) {
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  if (op == xts3::Opcode::name) return xts3::kNumParams_##name;
+  ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+  return 0;
+}
+
+bool Describe(const Tensor& t, bool constant, SingleOpTensor* out) {
+  switch (t.scalar_type()) {
+    case ScalarType::Char: out->dtype = xts3::DType::INT8; break;
+    case ScalarType::Int: out->dtype = xts3::DType::INT32; break;
+    case ScalarType::Float: out->dtype = xts3::DType::FLOAT32; break;
+    default: return false;
+  }
+  if (t.dim() < 1 || t.dim() > (ssize_t)xts3::kMaxRank ||
+      !executorch::runtime::is_contiguous_dim_order(t.dim_order().data(), t.dim()))
+    return false;
+  out->rank = (uint8_t)t.dim();
+  for (ssize_t i = 0; i < t.dim(); ++i) out->dims[i] = (uint32_t)t.size(i);
+  out->data = const_cast<void*>(t.const_data_ptr());
+  out->constant = constant;
+  return true;
+}
+
+void Run(const char* name, xts3::Opcode opcode, uint32_t activations, KernelRuntimeContext& ctx,
+         Span<EValue*> stack) {
+  const uint32_t num_inputs = OpInputs(opcode), num_params = OpParams(opcode);
+  // Arguments, then `out` (and the returned alias of `out`, if passed).
+  if (stack.size() < num_inputs + num_params + 1) {
+    ET_LOG(Error, "espnn::%s.out: %u arguments, expected %u", name, (unsigned)stack.size(),
+           (unsigned)(num_inputs + num_params + 1));
+    ctx.fail(Error::InvalidArgument);
+    return;
+  }
+  SingleOpTensor inputs[xts3::kMaxOpInputs];
+  for (uint32_t i = 0; i < num_inputs; ++i) {
+    const EValue& v = *stack[i];
+    if (v.isNone()) continue;  // an absent optional input (data stays nullptr)
+    if (!v.isTensor() || !Describe(v.toTensor(), i >= activations, &inputs[i])) {
+      ET_LOG(Error, "espnn::%s.out: input %u must be a contiguous int8/int32/float32 tensor of rank 1..%u",
+             name, (unsigned)i, (unsigned)xts3::kMaxRank);
+      ctx.fail(Error::InvalidArgument);
+      return;
+    }
+  }
+  int32_t params[32];
+  static_assert(sizeof(params) / 4 >= xts3::kNumParams_ADD, "room for the longest oplib params");
+  for (uint32_t p = 0; p < num_params; ++p) {
+    const EValue& v = *stack[num_inputs + p];
+    if (v.isInt()) {
+      params[p] = (int32_t)v.toInt();
+    } else if (v.isDouble()) {  // *_f32 parameters travel as float32 bits
+      const float f = (float)v.toDouble();
+      memcpy(&params[p], &f, 4);
+    } else {
+      ET_LOG(Error, "espnn::%s.out: parameter %u must be an int or a float", name, (unsigned)p);
+      ctx.fail(Error::InvalidArgument);
+      return;
+    }
+  }
+  SingleOpTensor output;
+  const EValue& out = *stack[num_inputs + num_params];
+  if (!out.isTensor() || !Describe(out.toTensor(), false, &output)) {
+    ET_LOG(Error, "espnn::%s.out: out must be a contiguous tensor", name);
+    ctx.fail(Error::InvalidArgument);
+    return;
+  }
+  const SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params};
+  Status s;
+  {
+    KernelLock lock;  // ESP-NN's scratch pointers are process-wide
+    s = RunSingleOp(call);
+  }
+  if (!s.ok()) {
+    ET_LOG(Error, "espnn::%s.out: %s", name, s.message());
+    ctx.fail(Error::InvalidArgument);
+  }
+}
+
+#define ESPNN_X(name, opcode, activations)                                        \
+  void Kernel_##name(KernelRuntimeContext& ctx, Span<EValue*> stack) {            \
+    Run(#name, xts3::Opcode::opcode, activations, ctx, stack);                    \
+  }
+ESPNN_OPLIB_OPS(ESPNN_X)
+#undef ESPNN_X
+
+const executorch::runtime::Kernel kKernels[] = {
+#define ESPNN_X(name, opcode, activations) executorch::runtime::Kernel("espnn::" #name ".out", Kernel_##name),
+    ESPNN_OPLIB_OPS(ESPNN_X)
+#undef ESPNN_X
+};
+
+const Error kRegistered = executorch::runtime::register_kernels({kKernels, sizeof(kKernels) / sizeof(kKernels[0])});
+
+}  // namespace
+
+// Whether the static registration above succeeded (the Python module reports it).
+bool OplibKernelsRegistered() { return kRegistered == Error::Ok; }
+
+}  // namespace et
+}  // namespace espnn

@@ -1,0 +1,199 @@
+"""to_espnn_oplib: a quantized program lowered to ``espnn::`` ops (operator-library mode).
+
+The pass replaces each quantized pattern (dequantize -> op -> [clamp] ->
+quantize) by the ops the delegate's own lowering emits for it: the pattern
+is lowered as a one-node subgraph with ``lowering.lower.build`` (the same
+per-op analysis, parameter folding and constant layout as the delegate) and
+every XTS3 op of the result becomes one graph node: an ``espnn::`` op
+(operators.yaml) for a compute op, ``aten.permute`` / ``aten.reshape`` for a
+TRANSPOSE / RESHAPE (pure byte movement), its constants new constant
+placeholders of the program. So the parameters of an op are the delegate's,
+and the op runs the delegate's kernel: both modes agree byte for byte.
+
+A pattern whose lowering needs an XTS3 op with no ``espnn::`` op (or that the
+delegate cannot lower) stays as it is and runs on ExecuTorch's portable
+kernels. Every ``espnn::`` op the program uses must have a C++ kernel
+registered by ``executorch_espnn._et_backend``: else OplibError names it.
+"""
+
+from __future__ import annotations
+
+import copy
+import struct
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+from torch.fx import Node
+
+from .. import _native
+from ..lowering.context import CheckContext
+from ..lowering.graph import ConstantSource, Subgraph, Unsupported, op_name
+from ..lowering.lower import LoweringError, build
+from ..lowering.quant import is_dq, is_q, output_spec
+from .operators import define_ops, op_overload
+
+# The aten ops whose quantized pattern this version replaces (docs/oplib.md).
+COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "aten.linear.default",
+                         "aten.add.Tensor"})
+
+
+class OplibError(RuntimeError):
+    """The program cannot be lowered to the operator library as asked."""
+
+
+def _opcode_to_op() -> dict[str, str]:
+    return {opcode: name for name, (opcode, _) in _native.OPLIB_OPS.items()}
+
+
+def registered_kernels() -> frozenset[str]:
+    """The ``espnn::*.out`` kernels this installation registered with ExecuTorch's runtime."""
+    try:
+        from .. import _et_backend
+    except ImportError:
+        return frozenset()
+    return frozenset(_et_backend.OPLIB_KERNELS)
+
+
+def check_kernels(names) -> None:
+    """Raises OplibError for an ``espnn::`` op without a registered C++ kernel."""
+    have = registered_kernels()
+    missing = sorted(f"espnn::{n}.out" for n in set(names) if f"espnn::{n}.out" not in have)
+    if missing:
+        raise OplibError(f"no C++ kernel registered for {', '.join(missing)}: the program would not load in "
+                         f"ExecuTorch's runtime (executorch_espnn._et_backend registers "
+                         f"{', '.join(sorted(have)) or 'none'})")
+
+
+class _Rewriter:
+    def __init__(self, ep: ExportedProgram):
+        self.ep = ep
+        self.graph = ep.graph_module.graph
+        self.constants = ConstantSource(ep)
+        self.ops = define_ops()
+        self.by_opcode = _opcode_to_op()
+        self.used: set[str] = set()
+        self.fake_mode = next(n.meta["val"].fake_mode for n in self.graph.nodes if n.op == "placeholder"
+                              and isinstance(n.meta.get("val"), torch.Tensor))
+        self._const = 0
+
+    # -- what to replace -------------------------------------------------------
+    def members(self, node: Node) -> list[Node] | None:
+        name = op_name(node)
+        every = CheckContext(self.constants, lambda n: True)
+        if name in COMPUTE_OPS:
+            ins = [a for a in node.all_input_nodes if is_dq(a)]
+            if len(ins) != len([a for a in node.all_input_nodes if not self.constants.is_constant(a)]):
+                return None  # an input that is not dequantized: not a quantized pattern
+            try:
+                spec = output_spec(node, every)
+            except Unsupported:
+                return None
+            return ins + [node] + spec.nodes
+        if is_q(node) and str(node.args[0].meta["val"].dtype) == "torch.float32":
+            return [node]  # a float value entering int8 (the model's input)
+        if is_dq(node) and not self.constants.is_constant(node.args[0]):
+            return [node]  # an int8 value leaving to float (the model's output, or a portable op)
+        return None
+
+    # -- rewriting -------------------------------------------------------------
+    def replace(self, members: list[Node]) -> bool:
+        sub = Subgraph.from_nodes(members, self.constants)
+        try:
+            ctx = build(sub)
+        except LoweringError:
+            return False
+        writer = ctx.writer
+        for op in writer._ops:
+            if op.name not in ("TRANSPOSE", "RESHAPE") and op.name not in self.by_opcode:
+                return False
+        values: dict[int, Node] = {ctx.values[n].tensor: n for n in sub.inputs}
+        anchor = sub.outputs[0]
+        with self.graph.inserting_before(anchor):
+            for op in writer._ops:
+                args = [self._tensor_arg(writer, t, values) for t in op.inputs]
+                if op.name == "TRANSPOSE":
+                    rank = len(writer._tensors[op.inputs[0]].shape)
+                    node = self._call(torch.ops.aten.permute.default, (args[0], list(op.params[:rank])))
+                elif op.name == "RESHAPE":
+                    node = self._call(torch.ops.aten.reshape.default,
+                                      (args[0], list(writer._tensors[op.outputs[0]].shape)))
+                else:
+                    name = self.by_opcode[op.name]
+                    spec = self.ops[name]
+                    params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
+                              for n, w in zip(spec.params, op.params)]
+                    node = self._call(op_overload(name), tuple(args) + tuple(params))
+                    self.used.add(name)
+                values[op.outputs[0]] = node
+        for out, t in zip(sub.outputs, writer._outputs):
+            out.replace_all_uses_with(values[t])
+        for n in reversed(members):
+            if not n.users:
+                self.graph.erase_node(n)
+        return True
+
+    def _tensor_arg(self, writer, t: int, values: dict[int, Node]):
+        if t == _native.NO_TENSOR:
+            return None
+        if t in values:
+            return values[t]
+        rec = writer._tensors[t]
+        if rec.memory != "CONSTANT":
+            raise OplibError(f"tensor {t} of the lowered pattern has no producer")
+        dtype = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}[rec.dtype]
+        data = torch.from_numpy(np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape).copy())
+        from executorch.backends.transforms.utils import create_constant_placeholder
+
+        first_user_input = next(n for n in self.graph.nodes if n.op == "placeholder" and n.name in
+                                self.ep.graph_signature.user_inputs)
+        with self.graph.inserting_before(first_user_input):
+            node = create_constant_placeholder(self.ep, self.graph, f"espnn_const_{self._const}",
+                                               InputKind.CONSTANT_TENSOR, data)
+        self._const += 1
+        values[t] = node
+        return node
+
+    def _call(self, target, args) -> Node:
+        node = self.graph.call_function(target, args)
+        with self.fake_mode:
+            vals = [a.meta["val"] if isinstance(a, Node) else a for a in args]
+            node.meta["val"] = target(*vals)
+        return node
+
+    def run(self) -> None:
+        for node in list(self.graph.nodes):
+            if node.graph is not self.graph or node.op != "call_function":
+                continue  # erased by an earlier replacement
+            members = self.members(node)
+            if members:
+                self.replace(members)
+        self._drop_dead_constants()
+        self.graph.lint()
+        self.ep.graph_module.recompile()
+        out = self.graph.output_node()
+        for spec, arg in zip(self.ep.graph_signature.output_specs, out.args[0]):
+            if isinstance(arg, Node):
+                spec.arg.name = arg.name
+
+    def _drop_dead_constants(self) -> None:
+        from executorch.backends.transforms.utils import delete_constant_placeholder
+
+        for n in list(self.graph.nodes):
+            if n.op == "placeholder" and not n.users and self.constants.is_constant(n):
+                delete_constant_placeholder(self.ep, n)
+
+
+def to_espnn_oplib(exported_program: ExportedProgram, *, compile_config=None):
+    """Lowers a quantized ``torch.export`` program (EspNNQuantizer + convert_pt2e)
+    to ``espnn::`` ops; returns the EdgeProgramManager (``.to_executorch()``).
+    Importing ``executorch_espnn`` registers the kernels with the runtime."""
+    from executorch.exir import EdgeCompileConfig, to_edge
+
+    ep = copy.deepcopy(exported_program)
+    rewriter = _Rewriter(ep)
+    rewriter.run()
+    check_kernels(rewriter.used)
+    config = compile_config or EdgeCompileConfig(_check_ir_validity=False)
+    return to_edge(ep, compile_config=config)

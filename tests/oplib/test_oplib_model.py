@@ -1,0 +1,67 @@
+"""Operator-library mode end to end: one int8 model (conv, depthwise conv, add,
+linear; EspNNQuantizer) lowered to the delegate and to espnn:: ops, both run
+by ExecuTorch's pip runtime: the outputs are identical byte for byte."""
+
+import pytest
+import torch
+
+pytest.importorskip("executorch.runtime")
+
+from executorch_espnn import pipeline, to_espnn_edge  # noqa: E402
+from executorch_espnn.oplib import OplibError, check_kernels, to_espnn_oplib  # noqa: E402
+from executorch_espnn.oplib import lowering as oplib_lowering  # noqa: E402
+from executorch_espnn.runtime import run_pte  # noqa: E402
+from executorch_espnn.partition.report import pte_program  # noqa: E402
+
+
+class ConvDwAddLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc = torch.nn.Linear(6, 5)
+
+    def forward(self, x):
+        a = torch.relu(self.conv(x))
+        return self.fc(a + self.dw(a))
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    torch.manual_seed(0)
+    model = ConvDwAddLinear().eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    calib = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
+    quantized = pipeline.quantize(model, example, calib)
+    ep = torch.export.export(quantized, example)
+    delegate = to_espnn_edge(ep, allow_cpu_fallback=False).to_executorch().buffer
+    oplib = to_espnn_oplib(ep).to_executorch().buffer
+    return delegate, oplib, [(torch.randn(1, 3, 6, 6) * 2,) for _ in range(3)]
+
+
+def _operators(pte):
+    return {op.name for plan in pte_program(pte).execution_plan for op in plan.operators}
+
+
+def test_oplib_program_uses_espnn_ops_and_no_delegate(lowered):
+    _, oplib, _ = lowered
+    ops = _operators(oplib)
+    assert {"espnn::quantized_conv2d", "espnn::quantized_depthwise_conv2d", "espnn::quantized_add",
+            "espnn::quantized_linear", "espnn::quantize_per_tensor", "espnn::dequantize_per_tensor"} <= ops
+    assert not any(op.startswith("quantized_decomposed::") for op in ops), ops
+    assert all(len(plan.delegates) == 0 for plan in pte_program(oplib).execution_plan)
+
+
+def test_oplib_outputs_equal_delegate_byte_for_byte(lowered):
+    delegate, oplib, inputs = lowered
+    for x in inputs:
+        (want,) = run_pte(delegate, x)
+        (got,) = run_pte(oplib, x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.numpy().tobytes() == want.numpy().tobytes()
+
+
+def test_missing_kernel_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(oplib_lowering, "registered_kernels", lambda: frozenset({"espnn::quantized_add.out"}))
+    with pytest.raises(OplibError, match=r"no C\+\+ kernel registered for espnn::quantized_linear\.out"):
+        check_kernels(["quantized_add", "quantized_linear"])
