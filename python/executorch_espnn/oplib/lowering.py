@@ -31,7 +31,7 @@ from .. import _native
 from ..lowering.context import CheckContext
 from ..lowering.graph import ConstantSource, Subgraph, Unsupported, op_name
 from ..lowering.lower import LoweringError, build
-from ..lowering.quant import is_dq, is_q, output_spec
+from ..lowering.quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_dq, is_q, output_spec
 from .operators import define_ops, op_overload
 
 # The aten ops whose quantized pattern this version replaces (docs/oplib.md).
@@ -79,12 +79,16 @@ class _Rewriter:
         self._const = 0
 
     # -- what to replace -------------------------------------------------------
-    def members(self, node: Node) -> list[Node] | None:
+    def members(self, node: Node, compute: bool) -> list[Node] | None:
+        """The nodes of `node`'s pattern: a compute op's (compute=True), else a
+        standalone quantize or dequantize that remained."""
         name = op_name(node)
         every = CheckContext(self.constants, lambda n: True)
-        if name in COMPUTE_OPS:
-            ins = [a for a in node.all_input_nodes if is_dq(a)]
-            if len(ins) != len([a for a in node.all_input_nodes if not self.constants.is_constant(a)]):
+        if compute:
+            if name not in COMPUTE_OPS:
+                return None
+            ins = node.all_input_nodes
+            if not all(op_name(a) in (DQ_PER_TENSOR, DQ_PER_CHANNEL) for a in ins):
                 return None  # an input that is not dequantized: not a quantized pattern
             try:
                 spec = output_spec(node, every)
@@ -163,12 +167,15 @@ class _Rewriter:
         return node
 
     def run(self) -> None:
-        for node in list(self.graph.nodes):
-            if node.graph is not self.graph or node.op != "call_function":
-                continue  # erased by an earlier replacement
-            members = self.members(node)
-            if members:
-                self.replace(members)
+        # Compute patterns first (they take their q/dq nodes), then the q/dq
+        # nodes left at the program's edges or next to portable ops.
+        for compute in (True, False):
+            for node in list(self.graph.nodes):
+                if node.graph is not self.graph or node.op != "call_function":
+                    continue  # erased by an earlier replacement
+                members = self.members(node, compute)
+                if members:
+                    self.replace(members)
         self._drop_dead_constants()
         self.graph.lint()
         self.ep.graph_module.recompile()
