@@ -18,14 +18,6 @@ using namespace espnn;
 
 namespace {
 
-xts3::Opcode OpcodeByName(const std::string& name) {
-#define ESPNN_X(op, code, ver, imin, imax, omin, omax, opt) \
-  if (name == #op) return xts3::Opcode::op;
-  ESPNN_XTS3_OPS(ESPNN_X)
-#undef ESPNN_X
-  throw py::value_error("unknown XTS3 op " + name);
-}
-
 bool DTypeOf(const py::dtype& d, xts3::DType* out) {
   if (d.equal(py::dtype::of<int8_t>())) *out = xts3::DType::INT8;
   else if (d.equal(py::dtype::of<int32_t>())) *out = xts3::DType::INT32;
@@ -57,7 +49,7 @@ void bind_single_op(py::module_& m) {
   m.attr("OPLIB_OPS") = ops;
   m.def(
       "run_op",
-      [](const std::string& op, const std::vector<std::optional<py::array>>& inputs, uint32_t activations,
+      [](uint16_t opcode, const std::vector<std::optional<py::array>>& inputs, uint32_t activations,
          const std::vector<py::array>& outputs, const std::vector<int32_t>& params) {
         std::vector<SingleOpTensor> ins(inputs.size()), outs(outputs.size());
         for (size_t i = 0; i < inputs.size(); ++i)
@@ -66,13 +58,13 @@ void bind_single_op(py::module_& m) {
           if (!outputs[i].writeable()) throw py::value_error("output " + std::to_string(i) + " is read-only");
           outs[i] = Describe(outputs[i], false, "output " + std::to_string(i));
         }
-        SingleOpCall call{OpcodeByName(op), ins.data(), (uint32_t)ins.size(), outs.data(), (uint32_t)outs.size(),
+        SingleOpCall call{(xts3::Opcode)opcode, ins.data(), (uint32_t)ins.size(), outs.data(), (uint32_t)outs.size(),
                           params.data(), (uint32_t)params.size()};
         const Status s = RunSingleOp(call);
         if (!s.ok()) throw py::value_error(s.message());
       },
-      py::arg("op"), py::arg("inputs"), py::arg("activations"), py::arg("outputs"), py::arg("params"),
-      "Runs one XTS3 op (RunSingleOp, espnn/single_op.h) on numpy arrays: inputs in the op's order (None for "
+      py::arg("opcode"), py::arg("inputs"), py::arg("activations"), py::arg("outputs"), py::arg("params"),
+      "Runs one XTS3 op (its opcode number, OPCODES[name]['opcode']; RunSingleOp, espnn/single_op.h) on numpy arrays: inputs in the op's order (None for "
       "an absent optional one), the first `activations` of them activations and the rest constants; writes "
       "the preallocated `outputs`; params are the opcode's parameter words. Raises ValueError with the "
       "parser's or the kernel's message.");

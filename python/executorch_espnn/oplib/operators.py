@@ -135,7 +135,8 @@ def run_reference(op: OplibOp, args, out: torch.Tensor) -> torch.Tensor:
     tensors, p = _split(op, args)
     arrays = [None if t is None else np.ascontiguousarray(t.detach().cpu().numpy()) for t in tensors]
     result = np.empty(tuple(out.shape), dtype=out.detach().numpy().dtype)
-    _native.run_op(op.opcode, arrays, op.activations, [result], op.words(p[n] for n in op.params))
+    _native.run_op(_native.OPCODES[op.opcode]["opcode"], arrays, op.activations, [result],
+                   op.words(p[n] for n in op.params))
     out.copy_(torch.from_numpy(result))
     return out
 

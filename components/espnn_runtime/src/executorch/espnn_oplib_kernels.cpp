@@ -19,42 +19,17 @@
 #include "espnn/model.h"
 #include "espnn/oplib_ops.h"
 #include "espnn/single_op.h"
+#include "scalar_types.h"
 
 namespace espnn {
 namespace et {
 namespace {
 
-using executorch::aten::ScalarType;
 using executorch::aten::Tensor;
-using executorch::runtime::EValue;
-using executorch::runtime::Error;
-using executorch::runtime::KernelRuntimeContext;
-using executorch::runtime::Span;
-
-// How many inputs an opcode has (the oplib ops all have a fixed count).
-constexpr uint32_t OpInputs(xts3::Opcode op) {
-#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
-  if (op == xts3::Opcode::name) return imax;
-  ESPNN_XTS3_OPS(ESPNN_X)
-#undef ESPNN_X
-  return 0;
-}
-
-constexpr uint32_t OpParams(xts3::Opcode op) {
-#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
-  if (op == xts3::Opcode::name) return xts3::kNumParams_##name;
-  ESPNN_XTS3_OPS(ESPNN_X)
-#undef ESPNN_X
-  return 0;
-}
+namespace etr = executorch::runtime;
 
 bool Describe(const Tensor& t, bool constant, SingleOpTensor* out) {
-  switch (t.scalar_type()) {
-    case ScalarType::Char: out->dtype = xts3::DType::INT8; break;
-    case ScalarType::Int: out->dtype = xts3::DType::INT32; break;
-    case ScalarType::Float: out->dtype = xts3::DType::FLOAT32; break;
-    default: return false;
-  }
+  if (!FromScalarType(t.scalar_type(), &out->dtype)) return false;
   if (t.dim() < 1 || t.dim() > (ssize_t)xts3::kMaxRank ||
       !executorch::runtime::is_contiguous_dim_order(t.dim_order().data(), t.dim()))
     return false;
@@ -65,31 +40,32 @@ bool Describe(const Tensor& t, bool constant, SingleOpTensor* out) {
   return true;
 }
 
-void Run(const char* name, xts3::Opcode opcode, uint32_t activations, KernelRuntimeContext& ctx,
-         Span<EValue*> stack) {
-  const uint32_t num_inputs = OpInputs(opcode), num_params = OpParams(opcode);
+void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::KernelRuntimeContext& ctx,
+         etr::Span<etr::EValue*> stack) {
+  // The oplib ops have a fixed input count (espnn/oplib_ops.h).
+  const uint32_t num_inputs = OpcodeMaxInputs(opcode), num_params = OpcodeNumParams(opcode);
   // Arguments, then `out` (and the returned alias of `out`, if passed).
   if (stack.size() < num_inputs + num_params + 1) {
     ET_LOG(Error, "espnn::%s.out: %u arguments, expected %u", name, (unsigned)stack.size(),
            (unsigned)(num_inputs + num_params + 1));
-    ctx.fail(Error::InvalidArgument);
+    ctx.fail(etr::Error::InvalidArgument);
     return;
   }
   SingleOpTensor inputs[xts3::kMaxOpInputs];
   for (uint32_t i = 0; i < num_inputs; ++i) {
-    const EValue& v = *stack[i];
+    const etr::EValue& v = *stack[i];
     if (v.isNone()) continue;  // an absent optional input (data stays nullptr)
     if (!v.isTensor() || !Describe(v.toTensor(), i >= activations, &inputs[i])) {
       ET_LOG(Error, "espnn::%s.out: input %u must be a contiguous int8/int32/float32 tensor of rank 1..%u",
              name, (unsigned)i, (unsigned)xts3::kMaxRank);
-      ctx.fail(Error::InvalidArgument);
+      ctx.fail(etr::Error::InvalidArgument);
       return;
     }
   }
   int32_t params[32];
   static_assert(sizeof(params) / 4 >= xts3::kNumParams_ADD, "room for the longest oplib params");
   for (uint32_t p = 0; p < num_params; ++p) {
-    const EValue& v = *stack[num_inputs + p];
+    const etr::EValue& v = *stack[num_inputs + p];
     if (v.isInt()) {
       params[p] = (int32_t)v.toInt();
     } else if (v.isDouble()) {  // *_f32 parameters travel as float32 bits
@@ -97,15 +73,15 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, KernelRunt
       memcpy(&params[p], &f, 4);
     } else {
       ET_LOG(Error, "espnn::%s.out: parameter %u must be an int or a float", name, (unsigned)p);
-      ctx.fail(Error::InvalidArgument);
+      ctx.fail(etr::Error::InvalidArgument);
       return;
     }
   }
   SingleOpTensor output;
-  const EValue& out = *stack[num_inputs + num_params];
+  const etr::EValue& out = *stack[num_inputs + num_params];
   if (!out.isTensor() || !Describe(out.toTensor(), false, &output)) {
     ET_LOG(Error, "espnn::%s.out: out must be a contiguous tensor", name);
-    ctx.fail(Error::InvalidArgument);
+    ctx.fail(etr::Error::InvalidArgument);
     return;
   }
   const SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params};
@@ -116,29 +92,29 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, KernelRunt
   }
   if (!s.ok()) {
     ET_LOG(Error, "espnn::%s.out: %s", name, s.message());
-    ctx.fail(Error::InvalidArgument);
+    ctx.fail(etr::Error::InvalidArgument);
   }
 }
 
 #define ESPNN_X(name, opcode, activations)                                        \
-  void Kernel_##name(KernelRuntimeContext& ctx, Span<EValue*> stack) {            \
+  void Kernel_##name(etr::KernelRuntimeContext& ctx, etr::Span<etr::EValue*> stack) { \
     Run(#name, xts3::Opcode::opcode, activations, ctx, stack);                    \
   }
 ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
 
-const executorch::runtime::Kernel kKernels[] = {
-#define ESPNN_X(name, opcode, activations) executorch::runtime::Kernel("espnn::" #name ".out", Kernel_##name),
+const etr::Kernel kKernels[] = {
+#define ESPNN_X(name, opcode, activations) etr::Kernel("espnn::" #name ".out", Kernel_##name),
     ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
 };
 
-const Error kRegistered = executorch::runtime::register_kernels({kKernels, sizeof(kKernels) / sizeof(kKernels[0])});
+const etr::Error kRegistered = etr::register_kernels({kKernels, sizeof(kKernels) / sizeof(kKernels[0])});
 
 }  // namespace
 
 // Whether the static registration above succeeded (the Python module reports it).
-bool OplibKernelsRegistered() { return kRegistered == Error::Ok; }
+bool OplibKernelsRegistered() { return kRegistered == etr::Error::Ok; }
 
 }  // namespace et
 }  // namespace espnn
