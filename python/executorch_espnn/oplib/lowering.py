@@ -23,6 +23,8 @@ import struct
 
 import numpy as np
 import torch
+from executorch.backends.transforms.utils import create_constant_placeholder, delete_constant_placeholder
+from executorch.exir import EdgeCompileConfig, to_edge
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 from torch.fx import Node
@@ -50,6 +52,7 @@ def _opcode_to_op() -> dict[str, str]:
 def registered_kernels() -> frozenset[str]:
     """The ``espnn::*.out`` kernels this installation registered with ExecuTorch's runtime."""
     try:
+        # lazy: the extension is optional (built only against the executorch wheel)
         from .. import _et_backend
     except ImportError:
         return frozenset()
@@ -148,8 +151,6 @@ class _Rewriter:
             raise OplibError(f"tensor {t} of the lowered pattern has no producer")
         dtype = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}[rec.dtype]
         data = torch.from_numpy(np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape).copy())
-        from executorch.backends.transforms.utils import create_constant_placeholder
-
         first_user_input = next(n for n in self.graph.nodes if n.op == "placeholder" and n.name in
                                 self.ep.graph_signature.user_inputs)
         with self.graph.inserting_before(first_user_input):
@@ -185,8 +186,6 @@ class _Rewriter:
                 spec.arg.name = arg.name
 
     def _drop_dead_constants(self) -> None:
-        from executorch.backends.transforms.utils import delete_constant_placeholder
-
         for n in list(self.graph.nodes):
             if n.op == "placeholder" and not n.users and self.constants.is_constant(n):
                 delete_constant_placeholder(self.ep, n)
@@ -196,8 +195,6 @@ def to_espnn_oplib(exported_program: ExportedProgram, *, compile_config=None):
     """Lowers a quantized ``torch.export`` program (EspNNQuantizer + convert_pt2e)
     to ``espnn::`` ops; returns the EdgeProgramManager (``.to_executorch()``).
     Importing ``executorch_espnn`` registers the kernels with the runtime."""
-    from executorch.exir import EdgeCompileConfig, to_edge
-
     ep = copy.deepcopy(exported_program)
     rewriter = _Rewriter(ep)
     rewriter.run()

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 from .. import _native
 
@@ -67,8 +68,6 @@ def _parse(func: str) -> tuple[str, list[tuple[str, str]]]:
 @lru_cache(maxsize=None)
 def oplib_ops() -> dict[str, OplibOp]:
     """The ops of operators.yaml, checked against the runtime's op table."""
-    import yaml
-
     entries = yaml.safe_load(YAML_PATH.read_text())
     ops = {}
     for e in entries:
