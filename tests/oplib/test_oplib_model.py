@@ -27,15 +27,18 @@ class ConvDwAddLinear(torch.nn.Module):
 
 
 @pytest.fixture(scope="module")
-def lowered():
+def exported():
     torch.manual_seed(0)
     model = ConvDwAddLinear().eval()
     example = (torch.randn(1, 3, 6, 6),)
     calib = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
-    quantized = pipeline.quantize(model, example, calib)
-    ep = torch.export.export(quantized, example)
-    delegate = to_espnn_edge(ep, allow_cpu_fallback=False).to_executorch().buffer
-    oplib = to_espnn_oplib(ep).to_executorch().buffer
+    return torch.export.export(pipeline.quantize(model, example, calib), example)
+
+
+@pytest.fixture(scope="module")
+def lowered(exported):
+    delegate = to_espnn_edge(exported, allow_cpu_fallback=False).to_executorch().buffer
+    oplib = to_espnn_oplib(exported).to_executorch().buffer
     return delegate, oplib, [(torch.randn(1, 3, 6, 6) * 2,) for _ in range(3)]
 
 
@@ -59,6 +62,29 @@ def test_oplib_outputs_equal_delegate_byte_for_byte(lowered):
         (got,) = run_pte(oplib, x)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.numpy().tobytes() == want.numpy().tobytes()
+
+
+def test_reference_implementations_equal_the_kernels(exported, lowered):
+    """The lowered program run eagerly (the torch.library reference of every
+    espnn:: op) gives the .pte's bytes."""
+    _, oplib, inputs = lowered
+    eager = to_espnn_oplib(exported).exported_program().module()
+    for x in inputs:
+        (want,) = run_pte(oplib, x)
+        assert eager(*x).numpy().tobytes() == want.numpy().tobytes()
+
+
+def test_a_kernel_refusing_its_parameters_fails_the_run_with_the_runtime_message(exported, capfd):
+    """The parameter check is the runtime's (ADD's validate): an empty
+    activation range fails execute, and ExecuTorch's log names the op and why."""
+    edge = to_espnn_oplib(exported)
+    (add,) = [n for n in edge.exported_program().graph.nodes if "quantized_add" in str(n.target)]
+    add.args = add.args[:-2] + (127, -128)  # act_min > act_max
+    pte = edge.to_executorch().buffer
+    with pytest.raises(RuntimeError):
+        run_pte(pte, (torch.randn(1, 3, 6, 6),))
+    err = capfd.readouterr().err
+    assert "espnn::quantized_add.out: " in err and "act_min" in err, err
 
 
 def test_missing_kernel_is_a_clear_error(monkeypatch):
