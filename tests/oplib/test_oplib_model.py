@@ -55,6 +55,16 @@ def test_oplib_program_uses_espnn_ops_and_no_delegate(lowered):
     assert all(len(plan.delegates) == 0 for plan in pte_program(oplib).execution_plan)
 
 
+def test_no_permute_undoes_another(exported):
+    """conv -> depthwise conv: the NHWC result feeds the depthwise conv
+    directly (the pair of inverse permutes between them is gone)."""
+    graph = to_espnn_oplib(exported).exported_program().graph
+    dw = next(n for n in graph.nodes if "quantized_depthwise_conv2d" in str(n.target))
+    assert "quantized_conv2d" in str(dw.args[0].target)
+    permutes = [n for n in graph.nodes if "permute" in str(n.target)]
+    assert not any("permute" in str(p.args[0].target) for p in permutes)
+
+
 def test_oplib_outputs_equal_delegate_byte_for_byte(lowered):
     delegate, oplib, inputs = lowered
     for x in inputs:

@@ -177,6 +177,7 @@ class _Rewriter:
                 members = self.members(node, compute)
                 if members:
                     self.replace(members)
+        self._cancel_inverse_permutes()
         self._drop_dead_constants()
         self.graph.lint()
         self.ep.graph_module.recompile()
@@ -184,6 +185,22 @@ class _Rewriter:
         for spec, arg in zip(self.ep.graph_signature.output_specs, out.args[0]):
             if isinstance(arg, Node):
                 spec.arg.name = arg.name
+
+    def _cancel_inverse_permutes(self) -> None:
+        """Each pattern converts its NHWC result back to PyTorch's layout and
+        the next converts it again: a permute of a permute that restores the
+        original order reads the original instead."""
+        permute = torch.ops.aten.permute.default
+        for node in list(self.graph.nodes):
+            if node.target is not permute or node.args[0].target is not permute:
+                continue
+            first = node.args[0]
+            inner, outer = first.args[1], node.args[1]
+            if all(inner[outer[i]] == i for i in range(len(outer))):
+                node.replace_all_uses_with(first.args[0])
+                self.graph.erase_node(node)
+                if not first.users:
+                    self.graph.erase_node(first)
 
     def _drop_dead_constants(self) -> None:
         for n in list(self.graph.nodes):
