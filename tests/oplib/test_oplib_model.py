@@ -1,5 +1,5 @@
-"""Operator-library mode end to end: one int8 model (conv, depthwise conv, add,
-linear; EspNNQuantizer) lowered to the delegate and to espnn:: ops, both run
+"""Operator-library mode end to end: int8 models (conv, depthwise conv, add,
+linear; conv and pools; EspNNQuantizer) lowered to the delegate and to espnn:: ops, both run
 by ExecuTorch's pip runtime: the outputs are identical byte for byte."""
 
 import pytest
@@ -26,13 +26,26 @@ class ConvDwAddLinear(torch.nn.Module):
         return self.fc(a + self.dw(a))
 
 
+class ConvPools(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2)
+        return torch.nn.functional.avg_pool2d(y, 2, stride=1)
+
+
+def _quantized_export(model, shape):
+    torch.manual_seed(0)
+    example = (torch.randn(*shape),)
+    calib = [(torch.randn(*shape),) for _ in range(4)]
+    return torch.export.export(pipeline.quantize(model.eval(), example, calib), example)
+
+
 @pytest.fixture(scope="module")
 def exported():
-    torch.manual_seed(0)
-    model = ConvDwAddLinear().eval()
-    example = (torch.randn(1, 3, 6, 6),)
-    calib = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
-    return torch.export.export(pipeline.quantize(model, example, calib), example)
+    return _quantized_export(ConvDwAddLinear(), (1, 3, 6, 6))
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +108,16 @@ def test_a_kernel_refusing_its_parameters_fails_the_run_with_the_runtime_message
         run_pte(pte, (torch.randn(1, 3, 6, 6),))
     err = capfd.readouterr().err
     assert "espnn::quantized_add.out: " in err and "act_min" in err, err
+
+
+def test_pools_lowered_both_ways_give_the_same_bytes():
+    ep = _quantized_export(ConvPools(), (1, 3, 8, 8))
+    delegate = to_espnn_edge(ep, allow_cpu_fallback=False).to_executorch().buffer
+    oplib = to_espnn_oplib(ep).to_executorch().buffer
+    assert {"espnn::quantized_max_pool2d", "espnn::quantized_avg_pool2d"} <= _operators(oplib)
+    for _ in range(3):
+        x = (torch.randn(1, 3, 8, 8) * 2,)
+        assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
 
 
 def test_missing_kernel_is_a_clear_error(monkeypatch):

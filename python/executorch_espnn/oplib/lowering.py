@@ -38,7 +38,7 @@ from .operators import define_ops, op_overload
 
 # The aten ops whose quantized pattern this version replaces (docs/oplib.md).
 COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "aten.linear.default",
-                         "aten.add.Tensor"})
+                         "aten.add.Tensor", "aten.max_pool2d.default", "aten.avg_pool2d.default"})
 
 
 class OplibError(RuntimeError):
@@ -132,6 +132,10 @@ class _Rewriter:
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
                               for n, w in zip(spec.params, op.params)]
                     node = self._call(op_overload(name), tuple(args) + tuple(params))
+                    want = writer._tensors[op.outputs[0]].shape
+                    if tuple(node.meta["val"].shape) != want:  # operators.py's shape rule vs the lowering
+                        raise OplibError(f"espnn::{name}: output shape {tuple(node.meta['val'].shape)} from "
+                                         f"the op's arguments, {want} from the lowering of {anchor.name}")
                     self.used.add(name)
                 values[op.outputs[0]] = node
         for out, t in zip(sub.outputs, writer._outputs):

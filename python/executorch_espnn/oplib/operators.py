@@ -104,6 +104,10 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
     if op.opcode == "DEPTHWISE_CONV2D":  # filter [1, kh, kw, C*M]
         w = tensors[1]
         return _conv_out(x, w, p, w.shape[1:3]) + (w.shape[3],), torch.int8
+    if op.opcode in ("AVG_POOL2D", "MAX_POOL2D"):  # ESP-NN clips windows: the floor rule of ceil_mode=False
+        n, h, w, c = x.shape
+        return ((n, (h + 2 * p["pad_top"] - p["kernel_h"]) // p["stride_h"] + 1,
+                 (w + 2 * p["pad_left"] - p["kernel_w"]) // p["stride_w"] + 1, c), torch.int8)
     if op.opcode == "FULLY_CONNECTED":
         return tuple(x.shape[:-1]) + (tensors[1].shape[0],), torch.int8
     if op.opcode == "ADD":

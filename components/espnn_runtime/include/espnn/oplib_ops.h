@@ -15,5 +15,7 @@
   X(quantized_depthwise_conv2d, DEPTHWISE_CONV2D, 1)     \
   X(quantized_linear, FULLY_CONNECTED, 1)                \
   X(quantized_add, ADD, 2)                               \
+  X(quantized_avg_pool2d, AVG_POOL2D, 1)                 \
+  X(quantized_max_pool2d, MAX_POOL2D, 1)                 \
   X(quantize_per_tensor, QUANTIZE, 1)                    \
   X(dequantize_per_tensor, DEQUANTIZE, 1)
