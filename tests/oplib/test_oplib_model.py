@@ -36,6 +36,18 @@ class ConvPools(torch.nn.Module):
         return torch.nn.functional.avg_pool2d(y, 2, stride=1)
 
 
+class GroupedDilated(torch.nn.Module):
+    """Convs the runtime runs through its staged path, which needs scratch."""
+
+    def __init__(self):
+        super().__init__()
+        self.grouped = torch.nn.Conv2d(4, 8, 3, padding=1, groups=2)
+        self.dilated = torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2)
+
+    def forward(self, x):
+        return self.dilated(torch.relu(self.grouped(x)))
+
+
 def _quantized_export(model, shape):
     torch.manual_seed(0)
     example = (torch.randn(*shape),)
@@ -117,6 +129,23 @@ def test_pools_lowered_both_ways_give_the_same_bytes():
     assert {"espnn::quantized_max_pool2d", "espnn::quantized_avg_pool2d"} <= _operators(oplib)
     for _ in range(3):
         x = (torch.randn(1, 3, 8, 8) * 2,)
+        assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
+
+
+def test_scratch_is_a_buffer_executorch_plans():
+    """The staged convs get their scratch from ExecuTorch's memory plan (an
+    empty tensor sized by the runtime's rule, in the method's arena), and
+    still give the delegate's bytes."""
+    ep = _quantized_export(GroupedDilated(), (1, 4, 8, 8))
+    edge = to_espnn_oplib(ep)
+    convs = [n for n in edge.exported_program().graph.nodes if "quantized_conv2d" in str(n.target)]
+    scratch = [n.args[-1] for n in convs]
+    assert len(convs) == 2 and all(s is not None and "empty" in str(s.target) for s in scratch)
+    assert all(s.meta["val"].dtype == torch.uint8 and s.meta["val"].numel() > 0 for s in scratch)
+    oplib = edge.to_executorch().buffer
+    delegate = to_espnn_edge(ep, allow_cpu_fallback=False).to_executorch().buffer
+    for _ in range(3):
+        x = (torch.randn(1, 4, 8, 8) * 2,)
         assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
 
 

@@ -11,6 +11,7 @@
 
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
+#include "ops/op_kernel.h"
 
 namespace espnn {
 namespace {
@@ -157,27 +158,59 @@ void WriteProgram(const SingleOpCall& c, const Layout& l, const Sections& s, uin
     PutU16(sec[(uint32_t)Section::INPUTS - 1] + 2 * i, l.graph_inputs[i]);
 }
 
+// The call's program, written and parsed: what both entry points start from.
+class Program {
+ public:
+  Status Prepare(const SingleOpCall& c) {
+    ESPNN_RETURN_IF_ERROR(PlanLayout(c, &layout_));
+    const Sections s = SectionLayout(c, layout_);
+    blob_ = new AlignedBlock(s.total);
+    if (blob_->get() == nullptr)
+      return Status::Error(StatusCode::kInvalidArgument, "out of memory for a %u-byte program",
+                           (unsigned)s.total);
+    WriteProgram(c, layout_, s, blob_->get());
+    return ParseModel(blob_->get(), s.total, &model_);
+  }
+  ~Program() { delete blob_; }
+  const Layout& layout() const { return layout_; }
+  const Model& model() const { return model_; }
+
+ private:
+  Layout layout_;
+  AlignedBlock* blob_ = nullptr;
+  Model model_;
+};
+
 }  // namespace
 
+bool OpcodeHasScratch(Opcode opcode) {
+  const OpKernel* k = LookupOpKernel(opcode);
+  return k != nullptr && k->scratch_bytes != nullptr;
+}
+
+Status SingleOpScratchBytes(const SingleOpCall& c, uint32_t* bytes) {
+  Program p;
+  ESPNN_RETURN_IF_ERROR(p.Prepare(c));
+  *bytes = ComputeMemoryRequirements(p.model()).scratch_bytes;
+  return Status::Ok();
+}
+
 Status RunSingleOp(const SingleOpCall& c) {
-  Layout l;
-  ESPNN_RETURN_IF_ERROR(PlanLayout(c, &l));
-  const Sections s = SectionLayout(c, l);
-  const uint32_t blob_bytes = s.total;
-  AlignedBlock blob(blob_bytes), arena(l.arena_bytes);
-  if (blob.get() == nullptr || (l.arena_bytes && arena.get() == nullptr))
-    return Status::Error(StatusCode::kInvalidArgument, "out of memory for a %u-byte program",
-                         (unsigned)blob_bytes);
-  WriteProgram(c, l, s, blob.get());
-  Model model;
-  ESPNN_RETURN_IF_ERROR(ParseModel(blob.get(), blob_bytes, &model));
-  const MemoryRequirements need = ComputeMemoryRequirements(model);
-  AlignedBlock scratch(need.scratch_bytes);
-  if (need.scratch_bytes && scratch.get() == nullptr)
+  Program p;
+  ESPNN_RETURN_IF_ERROR(p.Prepare(c));
+  const Layout& l = p.layout();
+  const MemoryRequirements need = ComputeMemoryRequirements(p.model());
+  AlignedBlock arena(l.arena_bytes), own_scratch(c.scratch ? 0 : need.scratch_bytes);
+  if (l.arena_bytes && arena.get() == nullptr)
+    return Status::Error(StatusCode::kInvalidArgument, "out of memory for a %u-byte arena",
+                         (unsigned)l.arena_bytes);
+  void* scratch = c.scratch ? c.scratch : own_scratch.get();
+  const size_t scratch_bytes = c.scratch ? c.scratch_bytes : need.scratch_bytes;
+  if (need.scratch_bytes && scratch == nullptr)
     return Status::Error(StatusCode::kInvalidArgument, "out of memory for %u scratch bytes",
                          (unsigned)need.scratch_bytes);
   Interpreter interp;
-  ESPNN_RETURN_IF_ERROR(interp.Init(&model, arena.get(), l.arena_bytes, scratch.get(), need.scratch_bytes));
+  ESPNN_RETURN_IF_ERROR(interp.Init(&p.model(), arena.get(), l.arena_bytes, scratch, scratch_bytes));
   for (uint32_t i = 0; i < c.num_inputs; ++i)
     if (l.index[i] != kNoTensor && !c.inputs[i].constant)
       memcpy(arena.get() + l.offset[i], c.inputs[i].data, TensorBytes(c.inputs[i]));

@@ -41,12 +41,15 @@ COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "ate
                          "aten.add.Tensor", "aten.max_pool2d.default", "aten.avg_pool2d.default"})
 
 
+_NUMPY_DTYPES = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}  # XTS3 dtype -> numpy
+
+
 class OplibError(RuntimeError):
     """The program cannot be lowered to the operator library as asked."""
 
 
 def _opcode_to_op() -> dict[str, str]:
-    return {opcode: name for name, (opcode, _) in _native.OPLIB_OPS.items()}
+    return {row[0]: name for name, row in _native.OPLIB_OPS.items()}
 
 
 def registered_kernels() -> frozenset[str]:
@@ -131,7 +134,8 @@ class _Rewriter:
                     spec = self.ops[name]
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
                               for n, w in zip(spec.params, op.params)]
-                    node = self._call(op_overload(name), tuple(args) + tuple(params))
+                    scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
+                    node = self._call(op_overload(name), tuple(args) + tuple(params) + scratch)
                     want = writer._tensors[op.outputs[0]].shape
                     if tuple(node.meta["val"].shape) != want:  # operators.py's shape rule vs the lowering
                         raise OplibError(f"espnn::{name}: output shape {tuple(node.meta['val'].shape)} from "
@@ -153,8 +157,7 @@ class _Rewriter:
         rec = writer._tensors[t]
         if rec.memory != "CONSTANT":
             raise OplibError(f"tensor {t} of the lowered pattern has no producer")
-        dtype = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}[rec.dtype]
-        data = torch.from_numpy(np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape).copy())
+        data = torch.from_numpy(np.frombuffer(rec.data, dtype=_NUMPY_DTYPES[rec.dtype]).reshape(rec.shape).copy())
         first_user_input = next(n for n in self.graph.nodes if n.op == "placeholder" and n.name in
                                 self.ep.graph_signature.user_inputs)
         with self.graph.inserting_before(first_user_input):
@@ -164,11 +167,31 @@ class _Rewriter:
         values[t] = node
         return node
 
-    def _call(self, target, args) -> Node:
-        node = self.graph.call_function(target, args)
+    def _scratch(self, writer, op, spec) -> Node | None:
+        """The op's scratch as a buffer ExecuTorch plans (an ``aten.empty``
+        that memory planning places in the method's arena), sized by the
+        runtime's own rule for this call (_native.op_scratch_bytes); None
+        when it needs none."""
+        def array(t):
+            if t == _native.NO_TENSOR:
+                return None
+            rec = writer._tensors[t]
+            dtype = _NUMPY_DTYPES[rec.dtype]
+            if rec.memory == "CONSTANT":
+                return np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape)
+            return np.zeros(rec.shape, dtype)  # contents are not read
+
+        nbytes = _native.op_scratch_bytes(_native.OPCODES[op.name]["opcode"], [array(t) for t in op.inputs],
+                                          spec.activations, [array(t) for t in op.outputs], op.params)
+        if nbytes == 0:
+            return None
+        return self._call(torch.ops.aten.empty.memory_format, ([nbytes],), {"dtype": torch.uint8})
+
+    def _call(self, target, args, kwargs=None) -> Node:
+        node = self.graph.call_function(target, args, kwargs or {})
         with self.fake_mode:
             vals = [a.meta["val"] if isinstance(a, Node) else a for a in args]
-            node.meta["val"] = target(*vals)
+            node.meta["val"] = target(*vals, **(kwargs or {}))
         return node
 
     def run(self) -> None:

@@ -44,6 +44,7 @@ class OplibOp:
     inputs: tuple[str, ...]   # tensor argument names, XTS3 input order
     optional: tuple[bool, ...]
     params: tuple[str, ...]   # parameter words, xts3_format.h order
+    scratch: bool             # a trailing `Tensor? scratch` argument (the opcode's kernel sizes scratch)
     out_schema: str           # the YAML's func, without the namespace
 
     @property
@@ -74,7 +75,14 @@ def oplib_ops() -> dict[str, OplibOp]:
         name, args = _parse(e["func"])
         if name not in _native.OPLIB_OPS:
             raise ValueError(f"operators.yaml: espnn::{name} is not in the runtime's oplib table (espnn/oplib_ops.h)")
-        opcode, activations = _native.OPLIB_OPS[name]
+        opcode, activations, has_scratch = _native.OPLIB_OPS[name]
+        scratch = args[-1] == ("Tensor?", "scratch")
+        if scratch != has_scratch:
+            raise ValueError(f"operators.yaml: espnn::{name}: a trailing `Tensor? scratch` argument is "
+                             f"{'required' if has_scratch else 'not allowed'} ({opcode}'s kernel "
+                             f"{'sizes' if has_scratch else 'needs no'} scratch)")
+        if scratch:
+            args = args[:-1]
         tensors = [(t, n) for t, n in args if t.startswith("Tensor")]
         scalars = [(t, n) for t, n in args if not t.startswith("Tensor")]
         params = tuple(n for _, n in scalars)
@@ -82,7 +90,8 @@ def oplib_ops() -> dict[str, OplibOp]:
             raise ValueError(f"operators.yaml: espnn::{name} parameters {params} are not {opcode}'s "
                              f"{tuple(_native.OPCODES[opcode]['params'])}")
         ops[name] = OplibOp(name, opcode, activations, tuple(n for _, n in tensors),
-                            tuple(t == "Tensor?" for t, _ in tensors), params, e["func"].split("::", 1)[1])
+                            tuple(t == "Tensor?" for t, _ in tensors), params, scratch,
+                            e["func"].split("::", 1)[1])
     return ops
 
 
@@ -120,6 +129,8 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
 
 
 def _split(op: OplibOp, args):
+    """(tensor inputs, {param: value}); a trailing scratch argument is the
+    kernels' planned buffer: the reference allocates its own."""
     tensors = list(args[:len(op.inputs)])
     params = dict(zip(op.params, args[len(op.inputs):len(op.inputs) + len(op.params)]))
     return tensors, params

@@ -4,8 +4,10 @@
 //
 // X(name, opcode, activations): the op's arguments are the opcode's inputs
 // in XTS3 order (Tensor, or None for an absent optional one), then its
-// parameter words by their xts3_format.h names (int; float for *_f32), then
-// `out`. The first `activations` inputs are activations, the others
+// parameter words by their xts3_format.h names (int; float for *_f32), then,
+// for an opcode whose kernel sizes a scratch buffer (OpcodeHasScratch),
+// `Tensor? scratch` (ExecuTorch plans it, SingleOpScratchBytes sizes it;
+// None when the call needs none), then `out`. The first `activations` inputs are activations, the others
 // constants (weights, bias, multipliers). python/executorch_espnn/oplib/
 // operators.yaml holds the schemas; a test checks the two agree.
 #pragma once

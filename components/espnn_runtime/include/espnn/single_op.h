@@ -9,9 +9,10 @@
 // validate), its scratch size and its kernel wrapper are exactly the ones the
 // delegate runs: nothing about an op is restated here.
 //
-// Unlike Interpreter::Invoke, a call allocates (program, arena and scratch
-// through espnn_pal_malloc) and copies activations in and out: the price of
-// this first version (docs/oplib.md lists what is left).
+// Unlike Interpreter::Invoke, a call allocates (program, arena and, unless
+// the caller gives it, scratch, with malloc) and copies constants into the
+// program and activations in and out: the price of this first version
+// (docs/oplib.md lists what is left).
 #pragma once
 
 #include <stddef.h>
@@ -44,7 +45,20 @@ struct SingleOpCall {
   uint32_t num_outputs;
   const int32_t* params;  // the opcode's parameter words (xts3_format.h order)
   uint32_t num_params;
+  // The op's scratch, planned by the caller (16-byte aligned, at least
+  // SingleOpScratchBytes); nullptr: RunSingleOp allocates it.
+  void* scratch = nullptr;
+  uint32_t scratch_bytes = 0;
 };
+
+// The scratch bytes the op needs (the interpreter's ComputeMemoryRequirements
+// of the one-op program: ESP-NN's get_*_scratch_size of the ESP-NN build
+// linked in, plus the op's own staging). Activation data is not read.
+Status SingleOpScratchBytes(const SingleOpCall& call, uint32_t* bytes);
+
+// Whether the opcode's kernel in this build sizes a scratch buffer at all
+// (the operator-library ops then take a `scratch` argument).
+bool OpcodeHasScratch(xts3::Opcode opcode);
 
 // Runs the op; on error nothing is written to the outputs and the Status
 // carries the parser's or the kernel's message. Callers serialize calls that

@@ -44,10 +44,11 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::Kerne
          etr::Span<etr::EValue*> stack) {
   // The oplib ops have a fixed input count (espnn/oplib_ops.h).
   const uint32_t num_inputs = OpcodeMaxInputs(opcode), num_params = OpcodeNumParams(opcode);
+  const uint32_t num_scratch = OpcodeHasScratch(opcode) ? 1 : 0;
   // Arguments, then `out` (and the returned alias of `out`, if passed).
-  if (stack.size() < num_inputs + num_params + 1) {
+  if (stack.size() < num_inputs + num_params + num_scratch + 1) {
     ET_LOG(Error, "espnn::%s.out: %u arguments, expected %u", name, (unsigned)stack.size(),
-           (unsigned)(num_inputs + num_params + 1));
+           (unsigned)(num_inputs + num_params + num_scratch + 1));
     ctx.fail(etr::Error::InvalidArgument);
     return;
   }
@@ -77,14 +78,27 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::Kerne
       return;
     }
   }
+  // The planned scratch (None: the op needs none for this call).
+  void* scratch = nullptr;
+  uint32_t scratch_bytes = 0;
+  if (num_scratch && !stack[num_inputs + num_params]->isNone()) {
+    if (!stack[num_inputs + num_params]->isTensor()) {
+      ET_LOG(Error, "espnn::%s.out: scratch must be a tensor or None", name);
+      ctx.fail(etr::Error::InvalidArgument);
+      return;
+    }
+    const Tensor& t = stack[num_inputs + num_params]->toTensor();
+    scratch = t.mutable_data_ptr();
+    scratch_bytes = (uint32_t)t.nbytes();
+  }
   SingleOpTensor output;
-  const etr::EValue& out = *stack[num_inputs + num_params];
+  const etr::EValue& out = *stack[num_inputs + num_params + num_scratch];
   if (!out.isTensor() || !Describe(out.toTensor(), false, &output)) {
     ET_LOG(Error, "espnn::%s.out: out must be a contiguous tensor", name);
     ctx.fail(etr::Error::InvalidArgument);
     return;
   }
-  const SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params};
+  const SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params, scratch, scratch_bytes};
   Status s;
   {
     KernelLock lock;  // ESP-NN's scratch pointers are process-wide
