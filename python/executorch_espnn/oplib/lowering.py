@@ -88,16 +88,14 @@ class _Rewriter:
     def members(self, node: Node, compute: bool) -> list[Node] | None:
         """The nodes of `node`'s pattern: a compute op's (compute=True), else a
         standalone quantize or dequantize that remained."""
-        name = op_name(node)
-        every = CheckContext(self.constants, lambda n: True)
         if compute:
-            if name not in COMPUTE_OPS:
+            if op_name(node) not in COMPUTE_OPS:
                 return None
             ins = node.all_input_nodes
             if not all(op_name(a) in (DQ_PER_TENSOR, DQ_PER_CHANNEL) for a in ins):
                 return None  # an input that is not dequantized: not a quantized pattern
-            try:
-                spec = output_spec(node, every)
+            try:  # every node counts as a member: the pattern is what output_spec follows
+                spec = output_spec(node, CheckContext(self.constants, lambda n: True))
             except Unsupported:
                 return None
             return ins + [node] + spec.nodes
