@@ -149,6 +149,29 @@ def test_scratch_is_a_buffer_executorch_plans():
         assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
 
 
+class ConvMul(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * y
+
+
+def test_a_pattern_without_espnn_op_stays_on_portable_kernels():
+    """mul has no espnn:: op yet: it runs in float on ExecuTorch's portable
+    kernels between an espnn dequantize and quantize, and the program runs."""
+    ep = _quantized_export(ConvMul(), (1, 3, 6, 6))
+    pte = to_espnn_oplib(ep).to_executorch().buffer
+    ops = _operators(pte)
+    assert "espnn::quantized_conv2d" in ops and "aten::mul" in ops
+    x = torch.randn(1, 3, 6, 6)
+    (got,) = run_pte(pte, (x,))
+    want = ep.module()(x)
+    assert got.shape == want.shape and torch.allclose(got, want, atol=0.1 * float(want.abs().max()))
+
+
 def test_missing_kernel_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(oplib_lowering, "registered_kernels", lambda: frozenset({"espnn::quantized_add.out"}))
     with pytest.raises(OplibError, match=r"no C\+\+ kernel registered for espnn::quantized_linear\.out"):
