@@ -28,6 +28,17 @@ namespace {
 using executorch::aten::Tensor;
 namespace etr = executorch::runtime;
 
+// The most parameter words of any oplib op (the kernels' stack buffer).
+constexpr uint32_t kOplibParams[] = {
+#define ESPNN_X(name, opcode, activations) xts3::kNumParams_##opcode,
+    ESPNN_OPLIB_OPS(ESPNN_X)
+#undef ESPNN_X
+};
+constexpr uint32_t MaxOf(const uint32_t* a, uint32_t n) {
+  return n == 0 ? 0 : (a[0] > MaxOf(a + 1, n - 1) ? a[0] : MaxOf(a + 1, n - 1));
+}
+constexpr uint32_t kMaxParams = MaxOf(kOplibParams, sizeof(kOplibParams) / sizeof(kOplibParams[0]));
+
 bool Describe(const Tensor& t, bool constant, SingleOpTensor* out) {
   if (!FromScalarType(t.scalar_type(), &out->dtype)) return false;
   if (t.dim() < 1 || t.dim() > (ssize_t)xts3::kMaxRank ||
@@ -63,8 +74,7 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::Kerne
       return;
     }
   }
-  int32_t params[32];
-  static_assert(sizeof(params) / 4 >= xts3::kNumParams_ADD, "room for the longest oplib params");
+  int32_t params[kMaxParams];
   for (uint32_t p = 0; p < num_params; ++p) {
     const etr::EValue& v = *stack[num_inputs + p];
     if (v.isInt()) {
