@@ -73,6 +73,10 @@ Status PlanLayout(const SingleOpCall& c, Layout* l) {
     if (n > kMaxTensorBytes)
       return Status::Error(StatusCode::kInvalidArgument, "tensor of %llu bytes", (unsigned long long)n);
     uint32_t& cursor = t.constant ? l->constant_bytes : l->arena_bytes;
+    // The sum of the call's tensors must stay a valid XTS3 size (no 32-bit wrap).
+    if ((uint64_t)cursor + n + 2 * kArenaAlignment > kMaxArenaBytes)
+      return Status::Error(StatusCode::kInvalidArgument, "the call's tensors exceed %u bytes",
+                           (unsigned)kMaxArenaBytes);
     cursor = Align(cursor, t.constant ? kConstantAlignment : kArenaAlignment);
     l->offset[i] = cursor;
     cursor += (uint32_t)n;
