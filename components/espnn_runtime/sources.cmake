@@ -13,6 +13,7 @@ set(ESPNN_RUNTIME_SOURCES
     ${ESPNN_RUNTIME_DIR}/src/status.cpp
     ${ESPNN_RUNTIME_DIR}/src/parser.cpp
     ${ESPNN_RUNTIME_DIR}/src/interpreter.cpp
+    ${ESPNN_RUNTIME_DIR}/src/single_op.cpp
     ${ESPNN_RUNTIME_OP_SOURCES})
 set(ESPNN_RUNTIME_PUBLIC_INCLUDE ${ESPNN_RUNTIME_DIR}/include)
 set(ESPNN_RUNTIME_PRIVATE_INCLUDE ${ESPNN_RUNTIME_DIR}/src)

@@ -27,6 +27,7 @@ using namespace espnn::xts3;
 
 void bind_espnn_kernels(py::module_& m);        // kernels_binding.cpp
 void bind_container_constants(py::module_& m);  // container_constants.cpp
+void bind_single_op(py::module_& m);           // single_op_binding.cpp
 // s3_routes_binding.cpp: the ESP32-S3 route of each op of a program, and the routing's module functions.
 py::list S3OpRoutes(const Model& model, uint8_t* arena);
 void bind_s3_routes(py::module_& m);
@@ -482,4 +483,5 @@ PYBIND11_MODULE(_native, m) {
   BindRegionCandidates(m, program);
   bind_espnn_kernels(m);
   bind_s3_routes(m);
+  bind_single_op(m);
 }

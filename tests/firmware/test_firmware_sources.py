@@ -83,6 +83,7 @@ def test_executorch_dependent_sources_are_the_expected_ones():
     """A new file that includes ExecuTorch must be added to a host build
     deliberately (it cannot go into the Xtensa build)."""
     assert executorch_sources() == {"components/espnn_runtime/src/executorch/espnn_backend.cpp",
+                                    "components/espnn_runtime/src/executorch/espnn_oplib_kernels.cpp",
                                     "components/espnn_test_runner/src/pte_runner.cpp"}
 
 

@@ -568,6 +568,16 @@ const char* OpcodeName(Opcode op) {
   return d ? d->name : "UNKNOWN";
 }
 
+uint32_t OpcodeMaxInputs(Opcode op) {
+  const OpDesc* d = FindOp((uint16_t)op);
+  return d ? d->max_inputs : 0;
+}
+
+uint32_t OpcodeNumParams(Opcode op) {
+  const OpDesc* d = FindOp((uint16_t)op);
+  return d ? d->num_params : 0;
+}
+
 const char* DTypeName(DType dtype) {
   switch (dtype) {
 #define ESPNN_X(name, id, size) \

@@ -96,6 +96,8 @@ class Model {
 Status ParseModel(const void* data, size_t size, Model* out);
 
 const char* OpcodeName(xts3::Opcode op);  // "CONV2D", or "UNKNOWN"
+uint32_t OpcodeMaxInputs(xts3::Opcode op);  // 0 for an unknown opcode
+uint32_t OpcodeNumParams(xts3::Opcode op);  // parameter words; 0 for an unknown opcode
 const char* DTypeName(xts3::DType dtype);  // "INT8", or "UNKNOWN"
 uint32_t DTypeSize(xts3::DType dtype);     // 0 for an unknown dtype
 

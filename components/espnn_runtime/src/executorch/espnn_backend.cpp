@@ -34,6 +34,7 @@
 #include "espnn/interpreter.h"
 #include "espnn/model.h"
 #include "espnn/platform.h"
+#include "scalar_types.h"
 
 #ifdef ESP_PLATFORM
 #include "sdkconfig.h"  // CONFIG_ESPNN_MEMORY_*
@@ -171,15 +172,6 @@ void DestroyState(DelegateState* state) {
   FreePayloadCopy(copy);
   for (void* b : blocks) MemorySource::Free(b);
   MemorySource::Free(state);
-}
-
-ScalarType ToScalarType(xts3::DType d) {
-  switch (d) {
-    case xts3::DType::INT8: return ScalarType::Char;
-    case xts3::DType::INT32: return ScalarType::Int;
-    case xts3::DType::FLOAT32: return ScalarType::Float;
-  }
-  return ScalarType::Undefined;
 }
 
 // A graph input/output of the payload against the tensor ExecuTorch passes:
