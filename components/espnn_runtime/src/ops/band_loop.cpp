@@ -79,15 +79,19 @@ bool ConvWindow(int32_t stride, int32_t pad, int32_t dilation, uint32_t k, RowWi
 // i*stride <= r + pad (ext = dil*(kh-1)+1): i from ceil((r + pad - ext +
 // 1) / stride) = floor((r - (ext - pad - stride)) / stride), and at most
 // ceil((ext - stride) / stride) + 1 of them. A window of stride 1/stride.
-// Taken only when ext >= stride (every output row then has an input row;
-// the 2x2 stride-2 upsampling of a U-Net has ext == stride).
-bool TransposedWindow(const TRANSPOSE_CONV2D_Params& p, uint32_t k, RowWindow* w) {
+// Taken only when ext >= stride and the first and last output rows read
+// an image row: then every output row does (the windows are monotone), so
+// a band never needs an empty range of rows, which the band loop's
+// row bookkeeping assumes. That leaves out output_padding rows past the
+// last input row; the 2x2 stride-2 upsampling of a U-Net has none.
+bool TransposedWindow(const TRANSPOSE_CONV2D_Params& p, uint32_t k, uint32_t in_h, uint32_t out_h,
+                      RowWindow* w) {
   const int64_t ext = (int64_t)p.dilation_h * ((int64_t)k - 1) + 1;
   if (ext > (int64_t)kMaxKernelDim || p.stride_h > (int32_t)kMaxKernelDim || ext < p.stride_h) return false;
   const int64_t c = ext - p.stride_h;
   *w = {1, (int32_t)(ext - p.pad_top - p.stride_h), (uint16_t)((c + p.stride_h - 1) / p.stride_h + 1),
         (uint16_t)p.stride_h};
-  return true;
+  return !InputRows(*w, in_h, {0, 1}).empty() && !InputRows(*w, in_h, {out_h - 1, out_h}).empty();
 }
 
 uint32_t Gcd(uint32_t a, uint32_t b) {
@@ -178,7 +182,8 @@ bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
     case Opcode::TRANSPOSE_CONV2D: {
       const auto p = op.Params<TRANSPOSE_CONV2D_Params>();
       out->pad_word = ESPNN_PARAM_WORD(TRANSPOSE_CONV2D_Params, pad_top);
-      return TransposedWindow(p, m.tensor(op.inputs[1]).dims[1], &out->window[0]);
+      return TransposedWindow(p, m.tensor(op.inputs[1]).dims[1], m.tensor(op.inputs[0]).dims[1],
+                              m.tensor(op.outputs[0]).dims[1], &out->window[0]);
     }
     case Opcode::RESIZE_NEAREST:
       return TableWindow(m, op, 1, &out->window[0]);
