@@ -4,9 +4,11 @@ not a test (docs/performance.md, section 1b, says how to read it).
 
     python benchmarks/schedules.py                        # the four models of issue 14
     python benchmarks/schedules.py --models ds_cnn --xtensa ds_cnn,mobilenet_v2_96
+    python benchmarks/schedules.py --models unet,lraspp_mobilenet_v3_large   # dense prediction (issue 27)
     python benchmarks/schedules.py --json schedules.json
 
-Per model: the zoo's float model (or torchvision's, random weights) is
+Per model: the zoo's float model (or torchvision's, random weights:
+efficientnet_b0, lraspp_mobilenet_v3_large) is
 quantized once with EspNNQuantizer, then lowered twice from the same graph:
 with compile spec schedule=layer and with the default schedule=auto (the
 smallest peak arena, then the fewest op invocations). For every ESP-NN
