@@ -4,9 +4,11 @@ not a test (docs/performance.md, section 1b, says how to read it).
 
     python benchmarks/schedules.py                        # the four models of issue 14
     python benchmarks/schedules.py --models ds_cnn --xtensa ds_cnn,mobilenet_v2_96
+    python benchmarks/schedules.py --models unet,lraspp_mobilenet_v3_large   # dense prediction (issue 27)
     python benchmarks/schedules.py --json schedules.json
 
-Per model: the zoo's float model (or torchvision's, random weights) is
+Per model: the zoo's float model (or torchvision's, random weights:
+efficientnet_b0, lraspp_mobilenet_v3_large) is
 quantized once with EspNNQuantizer, then lowered twice from the same graph:
 with compile spec schedule=layer and with the default schedule=auto (the
 smallest peak arena, then the fewest op invocations). For every ESP-NN
@@ -30,7 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "mobilenet_v2_96")
+MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "mobilenet_v2_96", "unet",
+          "lraspp_mobilenet_v3_large")
 DEFAULT_MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0")
 
 
@@ -44,6 +47,11 @@ def make_model(name: str):
         torch.manual_seed(0)
         model = _torchvision_efficientnet_b0().eval()
         example = (torch.randn(1, 3, 224, 224),)
+    elif name == "lraspp_mobilenet_v3_large":
+        torch.manual_seed(0)
+        lraspp = _torchvision("segmentation.lraspp", "lraspp_mobilenet_v3_large")
+        model = _segmentation_logits(lraspp(weights=None, weights_backbone=None)).eval()
+        example = (torch.randn(1, 3, 224, 224),)
     elif name == "mobilenet_v2_96":  # reduced resolution: small enough for the lx106 emulator
         model, example = models.mobilenet_v2(resolution=96)
     else:
@@ -53,19 +61,21 @@ def make_model(name: str):
     return model, example, calibration
 
 
-def _torchvision_efficientnet_b0():
-    """torchvision's efficientnet_b0(weights=None). A torchvision wheel built
-    for another torch fails in its package __init__ (registering its C++
-    ops, e.g. "operator torchvision::nms does not exist"); the model's
-    definition is plain Python and needs none of them, so then its modules
-    are loaded without that __init__."""
+def _torchvision(module: str, builder: str):
+    """torchvision.models.<module>.<builder> (the models are torchvision's,
+    built with random weights). A torchvision wheel built for another torch
+    fails in its package __init__ (registering its C++ ops, e.g. "operator
+    torchvision::nms does not exist"); the model definitions are plain Python
+    and need none of them, so then their modules are loaded without that
+    __init__."""
+    import importlib
     import importlib.util
     import types
 
     try:
-        import torchvision
+        import torchvision  # noqa: F401
     except ImportError as e:
-        raise SystemExit(f"efficientnet_b0 needs torchvision (the model is torchvision's, random weights): {e}")
+        raise SystemExit(f"{builder} needs torchvision (the model is torchvision's, random weights): {e}")
     except RuntimeError:
         spec = importlib.util.find_spec("torchvision")
         for mod in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
@@ -73,9 +83,28 @@ def _torchvision_efficientnet_b0():
         pkg = types.ModuleType("torchvision")
         pkg.__path__ = list(spec.submodule_search_locations)
         sys.modules["torchvision"] = pkg
-    from torchvision.models.efficientnet import efficientnet_b0
+    return getattr(importlib.import_module(f"torchvision.models.{module}"), builder)
 
-    return efficientnet_b0(weights=None)
+
+def _torchvision_efficientnet_b0():
+    """torchvision's efficientnet_b0(weights=None) (tests/idf/emulated_models.py uses it too)."""
+    return _torchvision("efficientnet", "efficientnet_b0")(weights=None)
+
+
+def _segmentation_logits(model):
+    """torchvision's segmentation models return {"out": logits}; the
+    delegate's export wants the tensor."""
+    import torch
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model(x)["out"]
+
+    return Logits()
 
 
 def lower(converted, example, schedule: str) -> tuple[list[bytes], float]:

@@ -134,6 +134,14 @@ const char* AliasingName(Aliasing a) {
 // bindings. So calls of Run() on one instance are serialized by its own
 // mutex (from the first input copy to the last output copy); different
 // instances run side by side. The read-only accessors need no lock.
+// A row window for Python: (index, stride, pad, extent), with the stride's
+// denominator appended when it is not 1 (band_geometry.h RowWindow: the
+// upsampling ops), so windows over the input keep their 4-tuple.
+py::tuple WindowTuple(uint32_t index, const band::RowWindow& w) {
+  if (w.den == 1) return py::make_tuple(index, w.stride, w.pad, w.extent);
+  return py::make_tuple(index, w.stride, w.pad, w.extent, w.den);
+}
+
 class Program {
  public:
   explicit Program(py::bytes blob) {
@@ -179,7 +187,7 @@ class Program {
   py::list OpRoutes() const { return S3OpRoutes(model_, arena_->data()); }
 
   // Per op: how it reads rows if it can run in a fused region (ops/band_loop.cpp
-  // DescribeOp), as [(input slot, stride, pad, extent), ...], else None.
+  // DescribeOp), as [(input slot, stride, pad, extent[, den]), ...], else None.
   py::list BandSupport() const {
     py::list out;
     for (uint32_t i = 0; i < model_.num_ops(); ++i) {
@@ -190,7 +198,7 @@ class Program {
       }
       py::list ins;
       for (uint32_t j = 0; j < s.num_inputs; ++j)
-        ins.append(py::make_tuple(s.slot[j], s.window[j].stride, s.window[j].pad, s.window[j].extent));
+        ins.append(WindowTuple(s.slot[j], s.window[j]));
       out.append(ins);
     }
     return out;
@@ -361,8 +369,7 @@ void BindRegionCandidates(py::module_&, py::class_<Program>& program) {
         for (uint32_t i = 0; i < d.num_ops; ++i) {
           py::list ins;
           for (uint32_t j = 0; j < d.ops[i].num_inputs; ++j) {
-            const band::RowWindow& w = d.ops[i].window[j];
-            ins.append(py::make_tuple(d.ops[i].in[j], w.stride, w.pad, w.extent));
+            ins.append(WindowTuple(d.ops[i].in[j], d.ops[i].window[j]));
           }
           ops.append(py::make_tuple(d.ops[i].out, ins));
         }
@@ -378,7 +385,7 @@ void BindRegionCandidates(py::module_&, py::class_<Program>& program) {
       "Whether ops first_op .. first_op+num_ops-1 of this program (layer by layer there) may form a "
       "fused region, by the parser's own checks: the reason it would refuse one (str), or the "
       "region's description on local tensor indices (dict: tensors = program tensor per local "
-      "index, heights, ops = [(out, [(in, stride, pad, extent), ...]), ...], in_place_input, "
+      "index, heights, ops = [(out, [(in, stride, pad, extent[, den]), ...]), ...], in_place_input, "
       "persistent_bytes = what Interpreter::Init keeps for it).");
 }
 
@@ -403,7 +410,7 @@ PYBIND11_MODULE(_native, m) {
            "Per op: how an optimized ESP32-S3 build routes it, as the runtime's kernels decide "
            "(src/ops/s3_route.h): {simd, simd_fraction, kernel, reason}. Also the summary's 's3_routes'.")
       .def("band_support", &Program::BandSupport,
-           "Per op: [(input slot, stride, pad, extent), ...] of the rows it reads if it can run in a "
+           "Per op: [(input slot, stride, pad, extent[, den]), ...] of the rows it reads if it can run in a "
            "fused region (BAND_LOOP), else None.")
       .def("run", &Program::Run, py::arg("inputs"),
            "Runs the graph on numpy arrays (dtype and shape must match the graph inputs). Thread-safe: "
@@ -414,7 +421,7 @@ PYBIND11_MODULE(_native, m) {
   // indices and gets back what the parser will demand of it.
   m.def(
       "plan_band_region",
-      [](const std::vector<std::pair<uint32_t, std::vector<std::tuple<uint32_t, int32_t, int32_t, int32_t>>>>& ops,
+      [](const std::vector<std::pair<uint32_t, std::vector<std::vector<int64_t>>>>& ops,
          const std::vector<uint32_t>& heights, uint32_t band_rows, int64_t in_place_input) {
         band::RegionDesc d;
         band::RegionDescStorage storage;
@@ -435,12 +442,16 @@ PYBIND11_MODULE(_native, m) {
           d.ops[i].out = out;
           d.ops[i].num_inputs = (uint32_t)ins.size();
           for (uint32_t j = 0; j < ins.size(); ++j) {
-            const auto& [t, stride, pad, extent] = ins[j];
-            if (t >= d.num_tensors || stride < 1 || pad < 0 || extent < 1 || stride > 65535 ||
-                pad > 65535 || extent > 65535)
+            // (in, stride, pad, extent[, den]): WindowTuple's form.
+            const std::vector<int64_t>& w = ins[j];
+            if (w.size() != 4 && w.size() != 5) throw py::value_error("bad window");
+            const int64_t t = w[0], stride = w[1], pad = w[2], extent = w[3], den = w.size() == 5 ? w[4] : 1;
+            if (t < 0 || t >= d.num_tensors || stride < 1 || extent < 1 || den < 1 || stride > 65535 ||
+                extent > 65535 || den > 65535 || (den == 1 && (pad < 0 || pad > 65535)) ||
+                pad < INT32_MIN || pad > INT32_MAX)
               throw py::value_error("bad window");
-            d.ops[i].in[j] = t;
-            d.ops[i].window[j] = {stride, pad, extent};
+            d.ops[i].in[j] = (uint32_t)t;
+            d.ops[i].window[j] = {(int32_t)stride, (int32_t)pad, (uint16_t)extent, (uint16_t)den};
           }
         }
         d.in_place_input = in_place_input < 0 ? d.num_tensors : (uint32_t)in_place_input;
@@ -455,7 +466,7 @@ PYBIND11_MODULE(_native, m) {
         return r;
       },
       py::arg("ops"), py::arg("heights"), py::arg("band_rows"), py::arg("in_place_input") = -1,
-      "PlanRegion of espnn/band_geometry.h: ops = [(out, [(in, stride, pad, extent), ...]), ...] on "
+      "PlanRegion of espnn/band_geometry.h: ops = [(out, [(in, stride, pad, extent[, den]), ...]), ...] on "
       "local tensor indices, heights per local tensor. Returns capacity (rows per tensor), "
       "staging_rows, computed (rows per op) and num_bands.");
   m.def(

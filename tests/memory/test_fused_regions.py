@@ -67,3 +67,17 @@ def test_the_geometry_computes_no_row_twice_on_random_chains():
         for rows in range(1, heights[-1] + 1):
             computed = region_layout(g, FusedRegion(0, n, rows)).computed_rows
             assert computed[-1] == heights[-1] and all(c <= h for c, h in zip(computed, heights)), (seed, rows)
+
+
+def test_band_plans_take_windows_of_rational_stride():
+    # A 2x nearest upsample: output row r reads row floor(r/2), the window
+    # (in, stride 1, pad 0, extent 1, den 2). Bands of 3 output rows need 2
+    # input rows (1 for the last band, rows 9..10).
+    plan = fused_regions._native.plan_band_region([(1, [(0, 1, 0, 1, 2)])], [5, 10], 3)
+    assert plan["capacity"] == [2, 3] and plan["computed"] == [10] and plan["num_bands"] == 4
+    # A negative pad is only for a rational stride (a window over the input
+    # starts at or after row -pad of a padded image); den is at least 1.
+    assert fused_regions._native.plan_band_region([(1, [(0, 1, -1, 2, 2)])], [5, 10], 3)["capacity"] == [3, 3]
+    for bad in ((0, 1, 0, 1, 0), (0, 1, -1, 1), (0, 1, 0, 1, 2, 7)):
+        with pytest.raises(ValueError, match="bad window"):
+            fused_regions._native.plan_band_region([(1, [bad])], [5, 10], 3)

@@ -38,6 +38,15 @@ def _computes_every_row_once(g, r: FusedRegion) -> bool:
     return list(region_layout(g, r).computed_rows) == heights
 
 
+def _computes_no_row_twice(g, r: FusedRegion) -> bool:
+    """Over all bands, no op of ``r`` computes more rows than its output has
+    (a downscaling resize may leave rows no later op reads), and the last
+    op computes all of them."""
+    heights = [g.bands.shape(g.ops[i].outputs[0])[1] for i in range(r.first_op, r.first_op + r.num_ops)]
+    computed = region_layout(g, r).computed_rows
+    return all(c <= h for c, h in zip(computed, heights)) and computed[-1] == heights[-1]
+
+
 # ------------------------------------------------------------------ exactness
 @pytest.mark.parametrize("seed", range(40))
 def test_random_chains_fused_are_bit_identical_for_every_band_height(seed):
@@ -100,6 +109,111 @@ def test_invoke_op_inside_a_region_does_nothing_and_the_loop_runs_it():
     assert [o["op"] for o in ops][:1] == ["BAND_LOOP"] and ops[0]["params"] == {"num_ops": n, "band_rows": 2,
                                                                                   "flags": 0}
     assert np.array_equal(_run(blob, x)[0], ref[0])
+
+
+# ------------------------------------------------------------------ upsampling
+# Dense-prediction decoders: RESIZE_NEAREST / RESIZE_BILINEAR (a table row
+# per output row), TRANSPOSE_CONV2D and channel CONCAT run on bands too; an
+# upsampling op reads input rows through a window of rational stride
+# (band_geometry.h RowWindow.den).
+
+@pytest.mark.parametrize("seed", range(30))
+def test_upsampling_chains_fused_are_bit_identical_for_every_band_height(seed):
+    w, n = bg.upsampling_chain(seed)
+    g = w.arena_graph()
+    assert is_fusable(g, 0, n), [op.name for op in g.ops]
+    x = _input(w, seed)
+    ref = _run(w.to_bytes(), x)
+    for rows in range(1, _out_rows(w, n - 1) + 1):
+        blob = w.to_bytes(w.plan([FusedRegion(0, n, rows)]))
+        assert all(np.array_equal(a, b) for a, b in zip(_run(blob, x), ref)), (seed, rows)
+        assert _computes_no_row_twice(g, FusedRegion(0, n, rows))
+
+
+def test_the_upsampling_chains_cover_every_new_region_op():
+    names = {op.name for seed in range(30) for op in bg.upsampling_chain(seed)[0].arena_graph().ops}
+    assert {"RESIZE_NEAREST", "RESIZE_BILINEAR", "TRANSPOSE_CONV2D", "CONCAT"} <= names
+
+
+def test_unet_decoder_fuses_around_its_skip_connection():
+    # TRANSPOSE_CONV2D 2x2 stride 2 -> CONCAT with the encoder's map (a
+    # region input, whole) -> 3x3 conv: the upsampled map and the
+    # concatenation exist only as bands.
+    w, first, num = bg.unet_decoder(h=6, wd=5, c=4)
+    g = w.arena_graph()
+    x = _input(w, 0)
+    ref = _run(w.to_bytes(), x)
+    layer = _native.parse(w.to_bytes())["arena_bytes"]
+    for rows in (1, 2, 5, 12):
+        plan = w.plan([FusedRegion(first, num, rows)])
+        blob = w.to_bytes(plan)
+        assert np.array_equal(_run(blob, x)[0], ref[0]), rows
+        assert _computes_every_row_once(g, FusedRegion(first, num, rows))
+    plan = w.plan([FusedRegion(first, num, 1)])
+    assert plan.arena_size < layer
+    up, cat = w._ops[first].outputs[0], w._ops[first + 1].outputs[0]
+    # A band of one output row of the 3x3 conv needs 3 rows of the
+    # concatenation, and those 3 rows of the upsampled map.
+    assert region_layout(g, FusedRegion(first, num, 1)).banded_rows == {up: 3, cat: 3}
+
+
+def _windows(w, first=0, num=1):
+    return w.arena_graph().bands.describe(first, num)["ops"]
+
+
+def test_upsampling_windows_have_a_rational_stride():
+    from executorch_espnn.lowering.ops.resize_tables import aot_bilinear_table, aot_nearest_index_table
+
+    for kind, table, window in (
+            # output row r reads row floor(r/2)
+            ("RESIZE_NEAREST", aot_nearest_index_table(5, 10), (0, 1, 0, 1, 2)),
+            # rows floor((r-1)/2) and the next (source (r+0.5)/2 - 0.5), but
+            # row 0's source is clamped to 0, so it reads rows 0 and 1 from
+            # lo(0) = -1: extent 3
+            ("RESIZE_BILINEAR", aot_bilinear_table(5, 10, False), (0, 1, 1, 3, 2)),
+            # align_corners: source r*4/9 (rows floor(4r/9) and the next)
+            # falls behind r/2 (row 8 reads row 3): pad 1, and so extent 3
+            ("RESIZE_BILINEAR", aot_bilinear_table(5, 10, True), (0, 1, 1, 3, 2))):
+        w = Xts3Writer()
+        x = w.tensor([1, 5, 3, 2], scale=bg.S, zero_point=bg.Z)
+        y = w.tensor([1, 10, 3, 2], scale=bg.S, zero_point=bg.Z)
+        columns = np.zeros((3, 3) if kind == "RESIZE_BILINEAR" else 3, np.int32)  # every column from column 0
+        w.op(kind, [x, w.constant(table), w.constant(columns)], [y])
+        w.set_inputs([x])
+        w.set_outputs([y])
+        assert _windows(w) == [(1, [window])], kind
+    w, first, _ = bg.unet_decoder()
+    assert _windows(w, first) == [(1, [(0, 1, 0, 1, 2)])]  # 2x2 stride 2: output row r reads row floor(r/2)
+    assert _native.plan_band_region([(1, [(0, 1, 0, 1, 2)])], [5, 10], 2)["capacity"] == [1, 2]
+
+
+def test_upsampling_ops_a_region_refuses():
+    rng = np.random.default_rng(0)
+    # CONCAT of three images (a region op reads at most two row-mapped inputs)
+    w = Xts3Writer()
+    x = w.tensor([1, 4, 3, 2], scale=bg.S, zero_point=bg.Z)
+    y = w.tensor([1, 4, 3, 6], scale=bg.S, zero_point=bg.Z)
+    w.op("CONCAT", [x, x, x], [y], axis=3)
+    w.set_inputs([x])
+    w.set_outputs([y])
+    assert w.arena_graph().bands.describe(0, 1) == "op 0 (CONCAT) cannot run in a fused region"
+    # TRANSPOSE_CONV2D whose last output rows (output_padding) read no input row
+    w = Xts3Writer()
+    x = w.tensor([1, 4, 3, 2], scale=bg.S, zero_point=bg.Z)
+    y, _ = bg.transpose_conv(w, rng, x, (1, 4, 3, 2), k=2, stride=2, pad=0)
+    w.set_inputs([x])
+    w.set_outputs([y])
+    assert isinstance(w.arena_graph().bands.describe(0, 1), dict)
+    w = Xts3Writer()
+    x = w.tensor([1, 4, 3, 2], scale=bg.S, zero_point=bg.Z)
+    y = w.tensor([1, 9, 6, 2], scale=bg.S, zero_point=bg.Z)
+    w.op("TRANSPOSE_CONV2D", [x, w.constant(rng.integers(-127, 128, (2, 2, 2, 2), dtype=np.int8)),
+                              *bg._requant(w, rng, 2)], [y], stride_h=2, stride_w=2, pad_top=0, pad_left=0,
+         dilation_h=1, dilation_w=1, groups=1, input_offset=-bg.Z, output_offset=bg.Z, act_min=-128, act_max=127)
+    w.set_inputs([x])
+    w.set_outputs([y])
+    assert _native.parse(w.to_bytes())  # a valid op (output_padding 1 on rows) ...
+    assert w.arena_graph().bands.describe(0, 1) == "op 0 (TRANSPOSE_CONV2D) cannot run in a fused region"
 
 
 # ------------------------------------------------------------------ zoo

@@ -45,10 +45,11 @@ def _shape_of(message: str) -> str:
     return re.sub(r"\d+", "#", message)
 
 
-def test_planner_and_parser_agree_on_every_candidate_region():
+def _agree_on_every_candidate(graphs) -> dict[str, int]:
+    """Every candidate region of every graph, through the planner and the
+    parser: the same verdict, refusals for the same reason."""
     seen = {"accepted": 0, "refused": 0}
-    for seed in range(24):
-        w = bg.random_graph(seed)
+    for seed, w in enumerate(graphs):
         g = w.arena_graph()
         rng = np.random.default_rng(seed)
         n = len(g.ops)
@@ -67,7 +68,21 @@ def test_planner_and_parser_agree_on_every_candidate_region():
                     assert parser is not None and _shape_of(planner) in _shape_of(parser), (
                         seed, first, num, planner, parser)
                     seen["refused"] += 1
+    return seen
+
+
+def test_planner_and_parser_agree_on_every_candidate_region():
+    seen = _agree_on_every_candidate(bg.random_graph(seed) for seed in range(24))
     assert seen["accepted"] >= 100 and seen["refused"] >= 100, seen
+
+
+def test_planner_and_parser_agree_on_upsampling_regions():
+    # Resizes, transposed convs and CONCATs: their windows (a rational
+    # stride) and refusals come from the same C++ both ways; the U-Net
+    # decoder's runs that cross the max pool are refused.
+    graphs = [bg.upsampling_chain(seed)[0] for seed in range(12)] + [bg.unet_decoder()[0]]
+    seen = _agree_on_every_candidate(graphs)
+    assert seen["accepted"] >= 100 and seen["refused"] >= 5, seen
 
 
 def test_the_planner_reports_the_parsers_reason():

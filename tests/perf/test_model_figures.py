@@ -24,6 +24,12 @@ executorch_espnn.analysis and the report's payload summary:
   351,232 B), its regions in the fewest bands that arena allows; its
   fusable runs reach <= 256 KB fused (issue 14's goal).
 
+* U-Net (models.unet, 64x64): layer by layer 262,144 B = its lower bound
+  (the 64x64 decoder level: the skip connection, the upsampled map and
+  their concatenation live together); fused (auto) 125,952 B, its decoder
+  levels (TRANSPOSE_CONV2D, CONCAT with the skip connection, convs) in
+  regions, bit-identical.
+
 These are static figures (bytes and MAC counts) and host executions of the
 device C++, not device measurements. MobileNetV2 and V3 take most of this
 file's time (export + quantize + two lowerings each).
@@ -160,3 +166,16 @@ def test_mobilenet_v3_small_fused_floor():
     assert runs <= 256 * KB
     assert s.arena_bytes == outside == INPUT_TRANSPOSE_224
     assert_fewest_bands(blobs[0], s.arena_bytes)
+
+
+def test_unet_fused_below_its_layer_by_layer_bound():
+    blobs = lowered(*models.unet())
+    s = payload_summary(blobs["auto"])
+    print(f"U-Net fused: arena {s.arena_bytes} B (layer-by-layer bound {s.arena_layer_bound} B), {s.schedule}")
+    assert payload_metrics(blobs["layer"]).arena_bytes == s.arena_layer_bound == 262_144
+    assert s.arena_bytes == 125_952
+    graph, regions = payload_regions(BandGraph(blobs["auto"]))
+    fused_ops = {graph.ops[i].name for r in regions for i in range(r.first_op, r.first_op + r.num_ops)}
+    assert {"TRANSPOSE_CONV2D", "CONCAT"} <= fused_ops
+    assert_fewest_bands(blobs["auto"], s.arena_bytes)
+    assert_bit_identical(blobs["layer"], blobs["auto"])

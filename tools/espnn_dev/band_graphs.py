@@ -224,3 +224,111 @@ def region_at_limits(h: int = 8, wd: int = 4, c: int = 4, seed: int = 0) -> tupl
     w.set_inputs([x])
     w.set_outputs([t])
     return w, num - 1, num
+
+
+# ------------------------------------------------------------------ upsampling
+def resize(w, rng, x, shape, kind: str):
+    """RESIZE_NEAREST or RESIZE_BILINEAR to a random size (up, and now and
+    then down), with the tables the lowering writes for a random PyTorch
+    mode (resize_tables)."""
+    from executorch_espnn.lowering.ops.resize_tables import aot_bilinear_table, aot_nearest_index_table
+
+    _, h, wd, c = shape
+    oh, ow = int(rng.integers(max(1, h - 2), 3 * h + 2)), int(rng.integers(max(1, wd - 1), 2 * wd + 2))
+    if kind == "RESIZE_NEAREST":
+        mode = str(rng.choice(["nearest", "nearest-exact"]))
+        tabs = [aot_nearest_index_table(n, o, mode) for n, o in ((h, oh), (wd, ow))]
+    else:
+        align = bool(rng.random() < 0.5)
+        tabs = [aot_bilinear_table(n, o, align) for n, o in ((h, oh), (wd, ow))]
+    y = w.tensor([1, oh, ow, c], scale=S, zero_point=Z)
+    w.op(kind, [x, w.constant(tabs[0]), w.constant(tabs[1])], [y])
+    return y, (1, oh, ow, c)
+
+
+def transpose_conv(w, rng, x, shape, *, k=None, stride=None, pad=None, cout=None):
+    """TRANSPOSE_CONV2D with a random window of kernel >= stride and no
+    output row past the last input row's reach on rows (what a region takes:
+    output_padding <= pad), any on columns; returns (output, its shape)."""
+    _, h, wd, c = shape
+    axes = []
+    for axis, n in enumerate((h, wd)):
+        s = stride or int(rng.integers(1, 4))
+        kk = k or int(rng.integers(s, s + 3))
+        dil = 1 if k else int(rng.choice([1, 1, 2]))
+        p = pad if pad is not None else int(rng.integers(0, (dil * (kk - 1) + 1) // 2 + 1))
+        extra = 0 if k else int(rng.integers(0, max(s, dil) if axis else min(max(s, dil), p + 1)))
+        out = (n - 1) * s - 2 * p + dil * (kk - 1) + 1 + extra
+        if out < 1:
+            p, out = 0, (n - 1) * s + dil * (kk - 1) + 1 + extra
+        axes.append((kk, s, dil, p, out))
+    (kh, sh, dh, ph, oh), (kw, sw, dw_, pw, ow) = axes
+    cout = cout or int(rng.integers(1, 9))
+    y = w.tensor([1, oh, ow, cout], scale=S, zero_point=Z)
+    f = w.constant(rng.integers(-127, 128, (cout, kh, kw, c), dtype=np.int8))
+    w.op("TRANSPOSE_CONV2D", [x, f, *_requant(w, rng, cout)], [y], stride_h=sh, stride_w=sw, pad_top=ph,
+         pad_left=pw, dilation_h=dh, dilation_w=dw_, groups=1, input_offset=-Z, output_offset=Z, act_min=-128,
+         act_max=127)
+    return y, (1, oh, ow, cout)
+
+
+def concat(w, a, b, shape_a, shape_b):
+    """Channel CONCAT of two images of the same rows and columns."""
+    shape = (1, shape_a[1], shape_a[2], shape_a[3] + shape_b[3])
+    y = w.tensor(list(shape), scale=S, zero_point=Z)
+    w.op("CONCAT", [a, b], [y], axis=3)
+    return y, shape
+
+
+def upsampling_chain(seed: int) -> tuple[Xts3Writer, int]:
+    """A graph whose ops 0..n-1 form one fusable chain with the ops of
+    dense-prediction decoders: nearest and bilinear resizes, transposed
+    convs, channel CONCATs (of the chain's own tensors, or with the chain
+    input as a skip connection) and 3x3 convs between them. Returns
+    (writer, number of ops)."""
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    shape = x_shape = (1, int(rng.integers(2, 7)), int(rng.integers(2, 6)), int(rng.integers(1, 5)))
+    x = w.tensor(list(shape), scale=S, zero_point=Z)
+    t, n = x, 0
+    for _ in range(int(rng.integers(2, 6))):
+        kind = str(rng.choice(["nearest", "bilinear", "tconv", "concat", "conv"]))
+        if kind in ("nearest", "bilinear"):
+            t, shape = resize(w, rng, t, shape, "RESIZE_NEAREST" if kind == "nearest" else "RESIZE_BILINEAR")
+        elif kind == "tconv":
+            t, shape = transpose_conv(w, rng, t, shape)
+        elif kind == "conv":
+            t, shape = conv(w, rng, t, shape, depthwise=False, k=3, stride=1, dil=1, pad=1)
+        elif shape[1:3] == x_shape[1:3] and t is not x:
+            t, shape = concat(w, t, x, shape, x_shape) if rng.random() < 0.5 else concat(w, x, t, x_shape, shape)
+        else:
+            u = lut(w, rng, t, shape)
+            n += 1
+            t, shape = concat(w, u, t, shape, shape)
+        n += 1
+    w.set_inputs([x])
+    w.set_outputs([t])
+    return w, n
+
+
+def unet_decoder(h: int = 6, wd: int = 5, c: int = 4, seed: int = 0) -> tuple[Xts3Writer, int, int]:
+    """A U-Net level: a 3x3 conv (the encoder's map, kept for the skip
+    connection), 2x2 max pool, a 3x3 conv to 2c channels, then the decoder:
+    a 2x2 stride-2 TRANSPOSE_CONV2D back up, CONCAT with the encoder's map
+    and a 3x3 conv. Returns (writer, first op of the decoder, its number of
+    ops)."""
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    fine = (1, 2 * h, 2 * wd, c)
+    x = w.tensor(list(fine), scale=S, zero_point=Z)
+    skip, _ = conv(w, rng, x, fine, depthwise=False, k=3, stride=1, dil=1, pad=1, cout=c)
+    coarse = w.tensor([1, h, wd, c], scale=S, zero_point=Z)
+    w.op("MAX_POOL2D", [skip], [coarse], kernel_h=2, kernel_w=2, stride_h=2, stride_w=2, pad_top=0, pad_left=0,
+         act_min=-128, act_max=127)
+    mid, s2 = conv(w, rng, coarse, (1, h, wd, c), depthwise=False, k=3, stride=1, dil=1, pad=1, cout=2 * c)
+    up, s3 = transpose_conv(w, rng, mid, s2, k=2, stride=2, pad=0, cout=c)
+    cat, s4 = concat(w, up, skip, s3, fine)
+    out, _ = conv(w, rng, cat, s4, depthwise=False, k=3, stride=1, dil=1, pad=1, cout=c)
+    w.set_inputs([x])
+    w.set_outputs([out])
+    return w, 3, 3

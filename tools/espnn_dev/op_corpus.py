@@ -262,8 +262,10 @@ def _per_channel_tables() -> bytes:
 
 def _fused_graphs() -> Iterator[tuple[str, bytes]]:
     """Fused regions (BAND_LOOP): an inverted residual block (stride 1 with
-    its residual ADD, and stride 2), an in-place depthwise, and random chains
-    (stride 2, dilation, pads at the borders) at a few band heights."""
+    its residual ADD, and stride 2), an in-place depthwise, random chains
+    (stride 2, dilation, pads at the borders) at a few band heights, and
+    upsampling chains (resizes, transposed convs, CONCATs) and a U-Net
+    decoder level."""
     from . import band_graphs as bg
     from executorch_espnn.memory import FusedRegion
 
@@ -276,6 +278,11 @@ def _fused_graphs() -> Iterator[tuple[str, bytes]]:
         w, n = bg.random_chain(seed)
         for rows in (1, 3):
             yield f"fused_chain{seed}_rows{rows}", w.to_bytes(w.plan([FusedRegion(0, n, rows)]))
+    for seed in range(3):
+        w, n = bg.upsampling_chain(seed)
+        yield f"fused_upsampling{seed}_rows2", w.to_bytes(w.plan([FusedRegion(0, n, 2)]))
+    w, first, n = bg.unet_decoder()
+    yield "fused_unet_decoder", w.to_bytes(w.plan([FusedRegion(first, n, 1)]))
 
 
 def op_graphs() -> Iterator[tuple[str, bytes]]:

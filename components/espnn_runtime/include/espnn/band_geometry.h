@@ -16,8 +16,9 @@
 // band keeps the rows [lo, previous hi) it already has and computes only
 // [max(lo, previous hi), hi); the buffer of a tensor must hold hi - lo rows.
 //
-// All arithmetic is on int64 over values below 2^24 (tensor dims) and
-// 65535 (stride, pad, extent): nothing can overflow on a 32-bit target.
+// All arithmetic is on int64 over values below 2^24 (tensor dims), 65535
+// (stride, extent, den) and 2^31 (pad): nothing can overflow on a 32-bit
+// target.
 #pragma once
 
 #include <stdint.h>
@@ -29,11 +30,21 @@
 namespace espnn {
 namespace band {
 
-// Output row r reads input rows [r*stride - pad, r*stride - pad + extent),
-// clipped to the image. Elementwise ops: {1, 0, 1}.
+// Output row r reads input rows [lo(r), lo(r) + extent), clipped to the
+// image, with lo(r) = floor((r*stride - pad) / den): a row stride of
+// stride/den input rows per output row. Windows over the input (conv, pool;
+// elementwise ops: {1, 0, 1}) have den = 1, so lo(r) = r*stride - pad; the
+// upsampling ops (RESIZE_*, TRANSPOSE_CONV2D) have a rational stride below
+// one, and pad may then be negative. lo is monotone in r either way, so the
+// ranges below stay monotone. 12 bytes, as before den was added (the
+// persistent size per region op is pinned in docs/performance.md).
 struct RowWindow {
-  int32_t stride, pad, extent;
+  int32_t stride, pad;
+  uint16_t extent, den;
 };
+
+// floor(a / b) for b > 0 (C++ division truncates towards zero).
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // Rows [lo, hi); empty when lo >= hi.
 struct RowRange {
@@ -44,8 +55,8 @@ struct RowRange {
 
 inline RowRange InputRows(const RowWindow& w, uint32_t in_h, RowRange out) {
   if (out.empty()) return {0, 0};
-  int64_t lo = (int64_t)out.lo * w.stride - w.pad;
-  int64_t hi = ((int64_t)out.hi - 1) * w.stride - w.pad + w.extent;
+  int64_t lo = FloorDiv((int64_t)out.lo * w.stride - w.pad, w.den);
+  int64_t hi = FloorDiv(((int64_t)out.hi - 1) * w.stride - w.pad, w.den) + w.extent;
   if (lo < 0) lo = 0;
   if (hi > (int64_t)in_h) hi = in_h;
   if (hi <= lo) return {0, 0};
@@ -175,7 +186,7 @@ inline void PlanRegion(const RegionDesc& d, uint32_t band_rows, RegionPlan* plan
 }
 
 // How an op reads rows, if it can run on bands: its row-mapped input slots
-// (input 0, and input 1 of ADD) with their windows, and the index of the
+// (input 0, and input 1 of ADD and CONCAT) with their windows, and the index of the
 // parameter word holding its top pad (-1: none). False for any other op.
 struct OpBandSupport {
   uint32_t num_inputs;

@@ -43,7 +43,7 @@ using namespace xts3;
 
 namespace {
 
-constexpr RowWindow kElementwise = {1, 0, 1};
+constexpr RowWindow kElementwise = {1, 0, 1, 1};
 
 // The params of the ops with a top pad (DescribeOp), copied per band with
 // the band's pad; the parser checked params_count against these structs.
@@ -51,7 +51,8 @@ constexpr uint32_t kMaxBandParams = 16;
 static_assert(sizeof(CONV2D_Params) <= 4 * kMaxBandParams &&
                   sizeof(DEPTHWISE_CONV2D_Params) <= 4 * kMaxBandParams &&
                   sizeof(AVG_POOL2D_Params) <= 4 * kMaxBandParams &&
-                  sizeof(MAX_POOL2D_Params) <= 4 * kMaxBandParams,
+                  sizeof(MAX_POOL2D_Params) <= 4 * kMaxBandParams &&
+                  sizeof(TRANSPOSE_CONV2D_Params) <= 4 * kMaxBandParams,
               "a band's params fit its copy");
 
 // Offset of a field in a params struct, in parameter words.
@@ -69,7 +70,71 @@ uint32_t RowBytes(const TensorInfo& t) { return t.dims[2] * t.dims[3]; }
 bool ConvWindow(int32_t stride, int32_t pad, int32_t dilation, uint32_t k, RowWindow* w) {
   const int64_t extent = (int64_t)dilation * ((int64_t)k - 1) + 1;
   if (extent > (int64_t)kMaxKernelDim) return false;
-  *w = {stride, pad, (int32_t)extent};
+  *w = {stride, pad, (uint16_t)extent, 1};
+  return true;
+}
+
+// TRANSPOSE_CONV2D on rows: input row i feeds output rows i*stride - pad +
+// ky*dil, so output row r reads the rows i with r + pad - (ext - 1) <=
+// i*stride <= r + pad (ext = dil*(kh-1)+1): i from ceil((r + pad - ext +
+// 1) / stride) = floor((r - (ext - pad - stride)) / stride), and at most
+// ceil((ext - stride) / stride) + 1 of them. A window of stride 1/stride.
+// Taken only when ext >= stride and the first and last output rows read
+// an image row: then every output row does (the windows are monotone), so
+// a band never needs an empty range of rows, which the band loop's
+// row bookkeeping assumes. That leaves out output_padding rows past the
+// last input row; the 2x2 stride-2 upsampling of a U-Net has none.
+bool TransposedWindow(const TRANSPOSE_CONV2D_Params& p, uint32_t k, uint32_t in_h, uint32_t out_h,
+                      RowWindow* w) {
+  const int64_t ext = (int64_t)p.dilation_h * ((int64_t)k - 1) + 1;
+  if (ext > (int64_t)kMaxKernelDim || p.stride_h > (int32_t)kMaxKernelDim || ext < p.stride_h) return false;
+  const int64_t c = ext - p.stride_h;
+  *w = {1, (int32_t)(ext - p.pad_top - p.stride_h), (uint16_t)((c + p.stride_h - 1) / p.stride_h + 1),
+        (uint16_t)p.stride_h};
+  return !InputRows(*w, in_h, {0, 1}).empty() && !InputRows(*w, in_h, {out_h - 1, out_h}).empty();
+}
+
+uint32_t Gcd(uint32_t a, uint32_t b) {
+  while (b != 0) {
+    const uint32_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// RESIZE_NEAREST (taps 1) / RESIZE_BILINEAR (taps 2): output row r reads the
+// input rows of its table row (both bilinear taps, a zero weight included:
+// the kernel reads both). The window has the stride in_h/out_h in lowest
+// terms, the least pad that puts lo(r) at or below every row r reads, and
+// the least extent that reaches them all. validate() checked the table; one
+// whose rows stray far from r*in_h/out_h only gets a wide window (refused
+// beyond 65535 rows).
+bool TableWindow(const Model& m, const OpInfo& op, uint32_t taps, RowWindow* w) {
+  const TensorInfo in = m.tensor(op.inputs[0]), out = m.tensor(op.outputs[0]);
+  const uint8_t* table = m.constant_data(m.tensor(op.inputs[1]));
+  const uint32_t row = taps == 1 ? 1 : 3;  // entries per table row (resize.cpp)
+  const uint32_t g = Gcd(in.dims[1], out.dims[1]);
+  const int64_t stride = in.dims[1] / g, den = out.dims[1] / g;
+  if (stride > (int64_t)kMaxKernelDim || den > (int64_t)kMaxKernelDim) return false;
+  int64_t pad = INT64_MIN;
+  for (uint32_t r = 0; r < out.dims[1]; ++r) {
+    int64_t lowest = ops::LoadI32(table, r * row);
+    for (uint32_t k = 1; k < taps; ++k)
+      if (ops::LoadI32(table, r * row + k) < lowest) lowest = ops::LoadI32(table, r * row + k);
+    // floor((r*stride - pad) / den) <= lowest  <=>  pad >= r*stride - (lowest+1)*den + 1
+    const int64_t need = (int64_t)r * stride - (lowest + 1) * den + 1;
+    if (need > pad) pad = need;
+  }
+  if (pad < INT32_MIN || pad > INT32_MAX) return false;
+  int64_t extent = 1;
+  for (uint32_t r = 0; r < out.dims[1]; ++r) {
+    const int64_t lo = FloorDiv((int64_t)r * stride - pad, den);
+    for (uint32_t k = 0; k < taps; ++k)
+      if (ops::LoadI32(table, r * row + k) - lo + 1 > extent) extent = ops::LoadI32(table, r * row + k) - lo + 1;
+  }
+  if (extent > (int64_t)kMaxKernelDim) return false;
+  *w = {(int32_t)stride, (int32_t)pad, (uint16_t)extent, (uint16_t)den};
   return true;
 }
 
@@ -113,6 +178,24 @@ bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
     case Opcode::LUT:
     case Opcode::HARD_SWISH:
     case Opcode::REQUANTIZE:
+      return true;
+    case Opcode::TRANSPOSE_CONV2D: {
+      const auto p = op.Params<TRANSPOSE_CONV2D_Params>();
+      out->pad_word = ESPNN_PARAM_WORD(TRANSPOSE_CONV2D_Params, pad_top);
+      return TransposedWindow(p, m.tensor(op.inputs[1]).dims[1], m.tensor(op.inputs[0]).dims[1],
+                              m.tensor(op.outputs[0]).dims[1], &out->window[0]);
+    }
+    case Opcode::RESIZE_NEAREST:
+      return TableWindow(m, op, 1, &out->window[0]);
+    case Opcode::RESIZE_BILINEAR:
+      return TableWindow(m, op, 2, &out->window[0]);
+    case Opcode::CONCAT:
+      // Channels of two images of the same rows: output row r is row r of
+      // both inputs, side by side.
+      if (op.num_inputs != kMaxRegionOpRowInputs || op.Params<CONCAT_Params>().axis != 3) return false;
+      out->num_inputs = 2;
+      out->slot[1] = 1;
+      out->window[1] = kElementwise;
       return true;
     default:
       return false;
@@ -514,6 +597,21 @@ struct BandState {
   uint32_t row_bytes[kMaxRegionTensors];
 };
 
+// The top pad of op `op` run on output rows `rows` from input rows `in` (a
+// band whose row 0 is input row in.lo).
+int32_t BandPadTop(const OpInfo& op, const RowWindow& w, RowRange rows, RowRange in) {
+  if (op.opcode == Opcode::TRANSPOSE_CONV2D) {
+    // Input row i feeds output rows from i*stride - pad_top on; in the band
+    // that is (i - in.lo)*stride - (pad_top + rows.lo - in.lo*stride). In
+    // 0..ext-1 (TransposedWindow's lo is the first input row of rows.lo).
+    const auto p = op.Params<TRANSPOSE_CONV2D_Params>();
+    return (int32_t)((int64_t)p.pad_top + rows.lo - (int64_t)in.lo * p.stride_h);
+  }
+  // The window of output row rows.lo starts at rows.lo*stride - pad; in the
+  // band (whose row 0 is input row in.lo) that is -pad_top.
+  return (int32_t)((int64_t)in.lo - ((int64_t)rows.lo * w.stride - w.pad));
+}
+
 // Runs region op i on output rows `rows` (already placed in its buffer).
 Status RunOpRows(const Model& m, const EvalContext& ctx, BandState& st, uint32_t i, RowRange rows,
                  uint8_t* out_data) {
@@ -523,15 +621,16 @@ Status RunOpRows(const Model& m, const EvalContext& ctx, BandState& st, uint32_t
   TensorView views[kMaxRegionOpRowInputs + 1];
   uint32_t n = 0;
   int32_t pad_top = 0;
+  uint32_t in_row = 0;
   for (uint32_t j = 0; j < d.num_inputs; ++j) {
     const uint32_t t = d.in[j];
     const RowRange in = InputRows(d.window[j], st.r.desc.height[t], rows);
     views[n++] = {st.r.tensors[t], in.size(),
                   st.base[t] + (size_t)(in.lo - st.have[t].lo) * st.row_bytes[t]};
-    // The window of output row rows.lo starts at rows.lo*stride - pad; in
-    // the band (whose row 0 is input row in.lo) that is -pad_top.
-    if (j == 0)
-      pad_top = (int32_t)((int64_t)in.lo - ((int64_t)rows.lo * d.window[0].stride - d.window[0].pad));
+    if (j == 0) {
+      pad_top = BandPadTop(op, d.window[0], rows, in);
+      in_row = in.lo;
+    }
   }
   views[n++] = {st.r.tensors[d.out], rows.size(), out_data};
   // Params with the band's top pad (bounded by the op's own pad: 0..65535).
@@ -547,6 +646,8 @@ Status RunOpRows(const Model& m, const EvalContext& ctx, BandState& st, uint32_t
   EvalContext band_ctx = ctx;
   band_ctx.views = views;
   band_ctx.num_views = n;
+  band_ctx.band_out_row = rows.lo;
+  band_ctx.band_in_row = in_row;
   return LookupOpKernel(op.opcode)->eval(band_op, band_ctx);
 }
 

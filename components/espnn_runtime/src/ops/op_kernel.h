@@ -38,6 +38,11 @@ struct EvalContext {
   // The fused regions described at Interpreter::Init (band::FindRegion).
   const void* regions = nullptr;
   uint32_t num_regions = 0;
+  // In a fused region's band (ops/band_loop.cpp RunOpRows): the image rows
+  // that row 0 of the op's output view and of its input 0 view are (0
+  // outside regions). Ops whose row mapping is a table (RESIZE_*) index it
+  // with them; the others get the band through their top pad.
+  uint32_t band_out_row = 0, band_in_row = 0;
 
   TensorInfo tensor(uint16_t index) const;
   // Read-only data of any tensor (arena or constant); nullptr for kNoTensor.

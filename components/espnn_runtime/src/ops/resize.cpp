@@ -89,10 +89,13 @@ Status EvalResizeNearest(const OpInfo& op, const EvalContext& ctx) {
   uint8_t* dst = ctx.out(op.outputs[0]);
   const uint32_t n_img = in.dims[0], in_h = in.dims[1], in_w = in.dims[2], c = in.dims[3];
   const uint32_t out_h = out.dims[1], out_w = out.dims[2];
+  // In a fused region's band the views start at these image rows (the band
+  // window holds every row the table names: band_loop.cpp TableWindow).
+  const uint32_t y0 = ctx.band_out_row, in0 = ctx.band_in_row;
   for (uint32_t n = 0; n < n_img; ++n) {
     const uint8_t* image = src + (size_t)n * in_h * in_w * c;
     for (uint32_t y = 0; y < out_h; ++y) {
-      const uint8_t* row = image + (size_t)(uint32_t)ops::LoadI32(ytab, y) * in_w * c;
+      const uint8_t* row = image + (size_t)((uint32_t)ops::LoadI32(ytab, y0 + y) - in0) * in_w * c;
       for (uint32_t x = 0; x < out_w; ++x) {
         memcpy(dst, row + (size_t)(uint32_t)ops::LoadI32(xtab, x) * c, c);
         dst += c;
@@ -164,12 +167,14 @@ Status EvalResizeBilinear(const OpInfo& op, const EvalContext& ctx) {
   const uint32_t n_img = in.dims[0], in_h = in.dims[1], in_w = in.dims[2], c = in.dims[3];
   const uint32_t out_h = out.dims[1], out_w = out.dims[2];
   const size_t row_elems = (size_t)in_w * c;
+  const uint32_t y0 = ctx.band_out_row, in0 = ctx.band_in_row;  // as in EvalResizeNearest
   for (uint32_t n = 0; n < n_img; ++n) {
     const int8_t* image = src + (size_t)n * in_h * row_elems;
     for (uint32_t y = 0; y < out_h; ++y) {
-      const int8_t* r0 = image + (size_t)(uint32_t)ops::LoadI32(ytab, 3 * y) * row_elems;
-      const int8_t* r1 = image + (size_t)(uint32_t)ops::LoadI32(ytab, 3 * y + 1) * row_elems;
-      const int32_t wy1 = ops::LoadI32(ytab, 3 * y + 2), wy0 = kFracOne - wy1;
+      const uint32_t t = 3 * (y0 + y);
+      const int8_t* r0 = image + (size_t)((uint32_t)ops::LoadI32(ytab, t) - in0) * row_elems;
+      const int8_t* r1 = image + (size_t)((uint32_t)ops::LoadI32(ytab, t + 1) - in0) * row_elems;
+      const int32_t wy1 = ops::LoadI32(ytab, t + 2), wy0 = kFracOne - wy1;
       for (uint32_t x = 0; x < out_w; ++x) {
         const size_t c0 = (size_t)(uint32_t)ops::LoadI32(xtab, 3 * x) * c;
         const size_t c1 = (size_t)(uint32_t)ops::LoadI32(xtab, 3 * x + 1) * c;

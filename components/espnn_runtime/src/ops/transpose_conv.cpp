@@ -86,7 +86,8 @@ Status ValidateTransposeConv(const Model& m, const OpInfo& op) {
 }
 
 Status EvalTransposeConv(const OpInfo& op, const EvalContext& ctx) {
-  const TGeom g = Geometry(*ctx.model, op);
+  // The shape as the op sees it: a band of a fused region has fewer rows.
+  const TGeom g = {ReadConvShape(ctx, op), op.Params<TRANSPOSE_CONV2D_Params>()};
   const TRANSPOSE_CONV2D_Params& p = g.p;
   const ConvData d = ReadConvData(op, ctx);
   int8_t* out = d.output;
