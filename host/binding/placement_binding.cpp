@@ -5,6 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string>
+#include <vector>
+
 #include "espnn/placement.h"
 
 namespace py = pybind11;
@@ -56,7 +59,7 @@ void bind_placement(py::module_& m) {
   m.def(
       "predict_placement",
       [](uint32_t arena, uint32_t scratch, uint32_t persistent, const std::string& preference,
-         bool have_psram, uint32_t internal_budget) {
+         bool have_psram, const std::vector<uint32_t>& internal_free) {
         espnn_mem_pref_t pref;
         if (preference == "INTERNAL_FIRST")
           pref = ESPNN_MEM_INTERNAL_FIRST;
@@ -70,21 +73,23 @@ void bind_placement(py::module_& m) {
           throw py::value_error("unknown memory preference '" + preference + "' (MEMORY_PREFERENCES)");
         const MemoryRequirements req{arena, scratch, persistent};
         bundle::PlacedBlock out[bundle::kNumPlacedBlocks];
-        bundle::PredictPlacement(req, pref, have_psram, internal_budget, out);
+        bundle::PredictPlacement(req, pref, have_psram, internal_free.data(), (uint32_t)internal_free.size(),
+                                 out);
         py::list blocks;
         for (const bundle::PlacedBlock& b : out) {
           py::dict d;
           d["block"] = UseName(b.use);
           d["bytes"] = b.bytes;
           d["memory"] = PlacementName(b.where);
-          d["internal_left_before"] = b.internal_before;
+          d["largest_internal_before"] = b.largest_internal_before;
           blocks.append(d);
         }
         return blocks;
       },
       py::arg("arena_bytes"), py::arg("scratch_bytes"), py::arg("persistent_bytes"), py::arg("preference"),
-      py::arg("have_psram"), py::arg("internal_budget"),
+      py::arg("have_psram"), py::arg("internal_free"),
       "PredictPlacement of espnn/placement.h: the bundle runner's blocks in its allocation order, each "
-      "{block, bytes, memory: internal|psram|none|no memory, internal_left_before}, for a memory "
-      "preference (MEMORY_PREFERENCES) and the largest internal block free at the first allocation.");
+      "{block, bytes, memory: internal|psram|none|no memory, largest_internal_before}, for a memory "
+      "preference (MEMORY_PREFERENCES) and the free internal blocks at the first allocation, in the "
+      "order the heap allocator tries them.");
 }

@@ -32,20 +32,20 @@ enum class Placement : uint8_t { kNone, kInternal, kPsram, kNoMemory };
 struct PlacedBlock {
   MemoryUse use;
   uint32_t bytes;
-  Placement where;          // kNone for a 0-byte block (nothing is allocated)
-  uint32_t internal_before;  // the internal budget left when this block is allocated
+  Placement where;                 // kNone for a 0-byte block (nothing is allocated)
+  uint32_t largest_internal_before;  // the largest internal block free when this one is allocated
 };
 
 // Predicts RunCase's placement under `pref` on a chip with (or without)
-// PSRAM, given `internal_budget`: the largest block internal RAM can give
-// when the first block is allocated. Each block placed internally uses up
-// its bytes of that budget (a first-order model: the heap's own overhead and
-// smaller internal regions elsewhere are not counted, so a late block the
-// budget refuses may still find a small internal region on the chip).
+// PSRAM whose internal RAM has `num_free` free blocks of `internal_free`
+// bytes when the first block is allocated, listed in the order the heap
+// allocator tries them (ESP-IDF's heap_caps: its heaps smallest first). A
+// block takes the first free block it fits in, which shrinks by its bytes;
+// the heap's own overhead and internal blocks not listed are not counted.
 // PSRAM is taken as large enough. `out` has kNumPlacedBlocks entries, in
 // kAllocationOrder.
 void PredictPlacement(const MemoryRequirements& req, espnn_mem_pref_t pref, bool have_psram,
-                      uint32_t internal_budget, PlacedBlock out[kNumPlacedBlocks]);
+                      const uint32_t* internal_free, uint32_t num_free, PlacedBlock out[kNumPlacedBlocks]);
 
 }  // namespace bundle
 }  // namespace espnn
