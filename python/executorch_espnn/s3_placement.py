@@ -43,6 +43,9 @@ SCRATCH_NOTE = ("scratch: this host build's figure (ANSI kernels); the ESP32-S3 
                 "(the runner's scratch= field). It goes to internal RAM if it is at most largest_internal_before bytes")
 
 
+NAMES = {"arena": "arena", "regions": "region data"}
+
+
 def payload_placement(payload: dict) -> list[dict]:
     """The runner's blocks for one payload (a report payload dict), in allocation order."""
     return _native.predict_placement(payload["arena_bytes"], payload["scratch_bytes"], payload["persistent_bytes"],
@@ -65,15 +68,16 @@ def lines(s: dict | None) -> list[str]:
     """The text summary's lines for the section."""
     if s is None:
         return []
-    out = [f"placement on an {s['chip']} ({s['sram_bytes'] // 1024} KB SRAM, {s['psram_bytes'] // 2**20} MB PSRAM; "
-           f"{s['memory_source']}: internal RAM first, free blocks of "
-           + " and ".join(f"{n:,}" for n in s["internal_free_blocks"]) + " B measured):"]
+    free = " B and ".join(f"{n:,}" for n in s["internal_free_blocks"])
+    out = [f"placement on an {s['chip']} with {s['sram_bytes'] // 1024} KB SRAM and {s['psram_bytes'] // 2**20} MB "
+           f"PSRAM ({s['memory_source']}: internal RAM first, PSRAM when a block does not fit; the runner finds "
+           f"internal blocks of {free} B free):"]
     for p in s["partitions"]:
         cells = []
         for b in p["blocks"]:
             if b["block"] == "scratch":
-                cells.append(f"scratch internal if the S3 build's is <= {b['largest_internal_before']:,} B")
+                cells.append(f"ESP-NN scratch -> internal if the S3 build's is at most {b['largest_internal_before']:,} B")
             elif b["memory"] != "none":
-                cells.append(f"{b['block']} {b['bytes']:,} B -> {b['memory']}")
+                cells.append(f"{NAMES[b['block']]} {b['bytes']:,} B -> {b['memory']}")
         out.append(f"  {p['method']} partition {p['partition']}: " + "; ".join(cells))
     return out

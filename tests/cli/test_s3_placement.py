@@ -95,7 +95,7 @@ def test_compile_report_has_the_placement(compiled):
     arena = part["blocks"][0]
     assert arena == {"block": "arena", "bytes": payload["arena_bytes"], "memory": "internal",
                      "largest_internal_before": BIG}
-    assert f"arena {payload['arena_bytes']:,} B -> internal" in r.out
+    assert f"forward partition 0: arena {payload['arena_bytes']:,} B -> internal" in r.out
 
 
 def test_no_placement_for_the_esp32():
