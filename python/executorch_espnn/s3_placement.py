@@ -24,6 +24,10 @@ the prediction offers a block the 31,712 B first. docs/s3-placement.json
 keeps the runs, docs/performance.md the commands. An application with more
 static data, tasks or Wi-Fi has less; further small internal heaps are left
 out, so a third block the prediction sends to PSRAM may still find one.
+
+Each payload is predicted as the bundle runner runs it: alone, on the
+internal RAM the runner finds. In a .pte the delegates' blocks are
+allocated together at method load and share that RAM.
 """
 
 from __future__ import annotations
