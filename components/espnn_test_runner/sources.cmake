@@ -10,6 +10,7 @@ set(ESPNN_TEST_RUNNER_SOURCES
     ${ESPNN_TEST_RUNNER_DIR}/src/result_line.cpp
     ${ESPNN_TEST_RUNNER_DIR}/src/bundle.cpp
     ${ESPNN_TEST_RUNNER_DIR}/src/bundle_runner.cpp
+    ${ESPNN_TEST_RUNNER_DIR}/src/placement.cpp
     ${ESPNN_TEST_RUNNER_DIR}/src/bundle_pal_platform.cpp
     ${ESPNN_TEST_RUNNER_DIR}/src/pte_suite.cpp)
 # The .pte suite runner core: ExecuTorch's C++ API, so only builds that

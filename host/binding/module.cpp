@@ -31,6 +31,7 @@ void bind_single_op(py::module_& m);           // single_op_binding.cpp
 // s3_routes_binding.cpp: the ESP32-S3 route of each op of a program, and the routing's module functions.
 py::list S3OpRoutes(const Model& model, uint8_t* arena);
 void bind_s3_routes(py::module_& m);
+void bind_placement(py::module_& m);  // placement_binding.cpp
 
 namespace {
 
@@ -495,4 +496,5 @@ PYBIND11_MODULE(_native, m) {
   bind_espnn_kernels(m);
   bind_s3_routes(m);
   bind_single_op(m);
+  bind_placement(m);
 }

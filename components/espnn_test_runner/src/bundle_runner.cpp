@@ -44,6 +44,19 @@ struct CaseMemory {
     if (arena) pf.Free(arena, MemoryUse::kArena);
     if (model) pf.Free(model, MemoryUse::kModelCopy);
   }
+  void** Slot(MemoryUse use) {
+    switch (use) {
+      case MemoryUse::kArena:
+        return &arena;
+      case MemoryUse::kScratch:
+        return &scratch;
+      case MemoryUse::kRegions:
+        return &regions;
+      case MemoryUse::kModelCopy:
+        break;
+    }
+    return &model;
+  }
   void* Get(size_t n, MemoryUse use) {
     void* p = pf.Alloc(n, use);
     if (p != nullptr && (uintptr_t)p % xts3::kArenaAlignment != 0) {
@@ -141,21 +154,18 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
   Status s = ParseModel(model_bytes, c.model_size, &model);
   if (!s.ok()) return Fail(pf, c, "parse", s);
   const MemoryRequirements req = ComputeMemoryRequirements(model);
-  const struct {
-    uint32_t bytes;
-    MemoryUse use;
-    void** slot;
-  } blocks[] = {{req.arena_bytes, MemoryUse::kArena, &mem.arena},
-                {req.scratch_bytes, MemoryUse::kScratch, &mem.scratch},
-                {req.persistent_bytes, MemoryUse::kRegions, &mem.regions}};
-  for (const auto& b : blocks) {
-    if (b.bytes == 0) continue;
-    *b.slot = mem.Get(b.bytes, b.use);
-    if (*b.slot == nullptr)
+  // In the order PredictPlacement assumes (espnn/placement.h): the
+  // compile report's placement on an ESP32-S3 follows this loop.
+  for (const MemoryUse use : kAllocationOrder) {
+    const uint32_t bytes = RequiredBytes(req, use);
+    if (bytes == 0) continue;
+    void** slot = mem.Slot(use);
+    *slot = mem.Get(bytes, use);
+    if (*slot == nullptr)
       return Fail(pf, c, "alloc",
                   Status::Error(StatusCode::kInvalidArgument,
                                 "cannot allocate %u bytes for the %s (out of memory)",
-                                (unsigned)b.bytes, UseName(b.use)));
+                                (unsigned)bytes, UseName(use)));
   }
   Interpreter interp;
   s = interp.Init(&model, mem.arena, req.arena_bytes, mem.scratch, req.scratch_bytes, mem.regions,

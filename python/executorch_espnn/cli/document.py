@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .. import __version__, _native
+from .. import __version__, _native, s3_placement
 from ..partition.op_kinds import counts_text, quant_suffix
 from ..targets import TARGETS, lookup, planned_memory_excess, planned_memory_over
 from .files import write_file
@@ -22,11 +22,13 @@ def _tool() -> dict:
 
 def compile_document(*, model, target, strict, schedule="auto", arena_budget=None, pte_path, pte_bytes, report, calibration, qat, verification,
                      accuracy, missing_kernels, warnings, seconds, int8_io=None) -> dict:
+    methods = _methods(report, target)
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "compile", "model": model,
             "target": target, "strict": strict, "schedule": schedule, "arena_budget": arena_budget,
             "int8_io": int8_io,
             "pte": {"path": str(pte_path), "bytes": pte_bytes}, "internal_ram": _internal_ram(target),
-            "methods": _methods(report, target), "calibration": calibration, "qat": qat,
+            "methods": methods, "s3_placement": s3_placement.section(methods, target),
+            "calibration": calibration, "qat": qat,
             "verification": verification, "accuracy": accuracy, "host_missing_kernels": missing_kernels,
             "warnings": warnings, "seconds": round(seconds, 2)}
 
@@ -39,10 +41,12 @@ def report_target(report) -> str | None:
 
 def report_document(*, pte_path, pte_bytes, report, missing_kernels, warnings) -> dict:
     target = report_target(report)
+    methods = _methods(report, target)
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "report", "model": None,
             "target": target, "strict": None, "schedule": None,
             "arena_budget": None, "int8_io": None, "pte": {"path": str(pte_path), "bytes": pte_bytes},
-            "internal_ram": _internal_ram(target), "methods": _methods(report, target), "calibration": None,
+            "internal_ram": _internal_ram(target), "methods": methods,
+            "s3_placement": s3_placement.section(methods, target), "calibration": None,
             "qat": None, "verification": None, "accuracy": None, "host_missing_kernels": missing_kernels,
             "warnings": warnings, "seconds": None}
 
@@ -264,6 +268,7 @@ def summary_lines(doc: dict, verbose: bool = False) -> list[str]:
     lines = []
     for name, m in doc["methods"].items():
         lines += method_lines(name, m, doc.get("internal_ram"), verbose)
+    lines += s3_placement.lines(doc.get("s3_placement"))
     lines.append(f"program: {doc['pte']['path']} ({doc['pte']['bytes']:,} bytes)")
     if doc["host_missing_kernels"]:
         lines.append("host runtime lacks CPU kernel(s): " + ", ".join(doc["host_missing_kernels"]))

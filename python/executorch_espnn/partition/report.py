@@ -54,6 +54,7 @@ class PayloadSummary:
     schedule: str  # one line: layer-by-layer, or the fused regions and their cost
     fused_regions: list[dict]  # first_op, num_ops, band_rows, in_place of each fused region
     scratch_bytes: int  # ESP-NN scratch of this build (0 for the host's ANSI kernels)
+    persistent_bytes: int  # the fused regions' descriptions Interpreter::Init keeps (build-independent)
     macs: int
     s3_simd_macs: int  # MACs on ESP-NN's ESP32-S3 SIMD paths
     target: str | None  # the "target" compile spec (None: not given, the runtime's default esp32s3)
@@ -219,7 +220,8 @@ def payload_summary(blob: bytes, compile_specs=()) -> PayloadSummary:
         num_inputs=len(s["inputs"]), num_outputs=len(s["outputs"]),
         xts3_ops=dict(sorted(Counter(op["op"] for op in s["ops"]).items())),
         arena_bytes=metrics.arena_bytes, arena_lower_bound=metrics.arena_lower_bound, **payload_schedule(blob),
-        scratch_bytes=metrics.scratch_bytes, macs=metrics.macs, s3_simd_macs=metrics.s3_simd_macs,
+        scratch_bytes=metrics.scratch_bytes, persistent_bytes=_native.Program(bytes(blob)).persistent_bytes,
+        macs=metrics.macs, s3_simd_macs=metrics.s3_simd_macs,
         target=_target(compile_specs),
         op_metrics=[asdict(o) for o in metrics.ops],
         arena_timeline=[{"index": st.index, "op": st.op, "live_bytes": st.live_bytes, "plan_bytes": st.plan_bytes}

@@ -33,13 +33,12 @@
 #include <stdint.h>
 
 #include "espnn/bundle.h"
+#include "espnn/placement.h"  // MemoryUse and the allocation order
 #include "espnn/platform.h"
 
 namespace espnn {
 namespace bundle {
 
-// kRegions: the fused regions' persistent descriptions (Interpreter::Init).
-enum class MemoryUse : uint8_t { kArena, kScratch, kModelCopy, kRegions };
 
 // What the runner needs from the platform. Defaults describe a platform
 // without clocks or heap statistics.
