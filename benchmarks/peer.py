@@ -67,9 +67,9 @@ BUDGET = {"person_detection": 40_000, "ds_cnn": 14_000}
 VARIANTS = {
     "auto": (),
     "layer": ("--schedule", "layer"),
-    "auto+int8io": ("--int8-io",),
-    "layer+int8io": ("--schedule", "layer", "--int8-io"),
-    "budget+int8io": ("--arena-budget", "{budget}", "--int8-io"),
+    "auto-int8io": ("--int8-io",),
+    "layer-int8io": ("--schedule", "layer", "--int8-io"),
+    "budget-int8io": ("--arena-budget", "{budget}", "--int8-io"),
 }
 SCHEDULES = tuple(VARIANTS)
 #: the cases our side runs: (model, variant, seed). Two seeds for the default
