@@ -17,16 +17,60 @@ float FloatFromBits(int32_t bits) {
   return f;
 }
 
+// channels_last = 1: the output's dims are the input's with dim 1 moved last.
+Status ExpectChannelsLastShape(const TensorInfo& in, const TensorInfo& out) {
+  if (in.rank < 3)
+    return ops::Fail("channels_last needs an input of rank 3..5 ([N, C, spatial...]), not rank %u",
+                     (unsigned)in.rank);
+  bool ok = out.rank == in.rank && out.dims[0] == in.dims[0] && out.dims[in.rank - 1] == in.dims[1];
+  for (uint32_t d = 2; ok && d < in.rank; ++d) ok = out.dims[d - 1] == in.dims[d];
+  if (!ok)
+    return ops::Fail("channels_last: the output's dims must be the input's with dim 1 moved last");
+  return Status::Ok();
+}
+
 Status ValidateQuantize(const Model& m, const OpInfo& op) {
   const TensorInfo in = ops::InputTensor(m, op, 0), out = ops::OutputTensor(m, op, 0);
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::FLOAT32, 0));
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 0));
-  ESPNN_RETURN_IF_ERROR(ops::ExpectSameShape(in, "input", out, "output"));
   const auto p = op.Params<QUANTIZE_Params>();
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.channels_last, "channels_last", 0, 1));
+  ESPNN_RETURN_IF_ERROR(p.channels_last ? ExpectChannelsLastShape(in, out)
+                                        : ops::ExpectSameShape(in, "input", out, "output"));
   const float inv_scale = FloatFromBits(p.inv_scale_f32);
   if (!(inv_scale > 0.0f) || isinf(inv_scale))
     return ops::Fail("inv_scale_f32 must be a finite positive float");
   return ops::ExpectRange(p.zero_point, "zero_point", -128, 127);
+}
+
+// The input element output element i reads, stepped once per output element
+// (no division per element). The output is read as [N, S, C] from an input
+// [N, C, S]: channels_last's order with S the spatial dims' product, or, for
+// an output in the input's order, C = 1 and S = all elements.
+struct SourceWalk {
+  uint32_t channels, spatial;
+  uint32_t index = 0, c = 0, s = 0;  // the input element of the current output element (n, s, c)
+
+  void Advance() {
+    if (++c < channels) {
+      index += spatial;  // the next channel of the same pixel
+      return;
+    }
+    c = 0;
+    if (++s < spatial) {
+      index = index - (channels - 1) * spatial + 1;  // channel 0 of the next pixel
+      return;
+    }
+    s = 0;
+    index += 1;  // the next batch starts right after the last channel's last pixel
+  }
+};
+
+SourceWalk WalkFor(const TensorInfo& in, bool channels_last) {
+  if (!channels_last) return SourceWalk{1, in.num_elements()};
+  uint32_t spatial = 1;
+  for (uint32_t d = 2; d < in.rank; ++d) spatial *= in.dims[d];
+  return SourceWalk{in.dims[1], spatial};
 }
 
 // q = clamp(nearbyint(x * inv_scale) + zero_point), the formula of PyTorch's
@@ -39,9 +83,10 @@ Status EvalQuantize(const OpInfo& op, const EvalContext& ctx) {
   const uint8_t* src = ctx.in(op.inputs[0]);
   int8_t* dst = (int8_t*)ctx.out(op.outputs[0]);
   const uint32_t n = in.num_elements();
-  for (uint32_t i = 0; i < n; ++i) {
+  SourceWalk from = WalkFor(in, p.channels_last != 0);
+  for (uint32_t i = 0; i < n; ++i, from.Advance()) {
     float x;
-    memcpy(&x, src + 4u * i, 4);  // graph inputs may come from unaligned host memory
+    memcpy(&x, src + 4u * from.index, 4);  // graph inputs may come from unaligned host memory
     float r = nearbyintf(x * inv_scale);
     int32_t q;
     if (!(r == r)) {
