@@ -5,6 +5,8 @@ per-version parameter counts; the writer's fold of QUANTIZE + TRANSPOSE."""
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,13 @@ def _floats(shape, seed=0) -> np.ndarray:
 
 def _channels_last(shape) -> tuple[int, ...]:
     return (shape[0], *shape[2:], shape[1])
+
+
+def _one_quantize(in_shape, out_shape, **channels_last) -> bytes:
+    """A one-QUANTIZE blob (``channels_last=`` given or left out)."""
+    blob, _ = build_op("QUANTIZE", [np.zeros(in_shape, np.float32)], [Out(out_shape, "INT8", SCALE, ZP)],
+                       inv_scale_f32=1 / SCALE, zero_point=ZP, **channels_last)
+    return blob
 
 
 def _quantize_then_transpose(shape, channels_last_op: bool) -> bytes:
@@ -77,11 +86,8 @@ def test_the_writer_writes_version_4_only_for_channels_last():
     assert new["version"] == 4
     assert [op["params"]["channels_last"] for op in new["ops"]] == [1]
     # channels_last 0 (or left out): the bytes of before the field, 2 words, version 1.
-    old_blob, _ = build_op("QUANTIZE", [np.zeros(shape, np.float32)], [Out(shape, "INT8", SCALE, ZP)],
-                           inv_scale_f32=1 / SCALE, zero_point=ZP)
-    explicit, _ = build_op("QUANTIZE", [np.zeros(shape, np.float32)], [Out(shape, "INT8", SCALE, ZP)],
-                           inv_scale_f32=1 / SCALE, zero_point=ZP, channels_last=0)
-    assert explicit == old_blob
+    old_blob = _one_quantize(shape, shape)
+    assert _one_quantize(shape, shape, channels_last=0) == old_blob
     old = fmt.parse(old_blob)
     assert old["version"] == fmt.MIN_FORMAT_VERSION
     assert _params_count(old_blob, 0) == 2
@@ -96,8 +102,6 @@ def test_param_versions_come_from_the_header():
 
 def _op_record(blob: bytes, i: int) -> int:
     """Byte offset of op record i."""
-    import struct
-
     table = struct.unpack_from("<I", blob, fmt.HEADER_FIELDS["section_table"])[0]
     for k in range(len(fmt.SECTIONS)):
         kind, offset = struct.unpack_from("<II", blob, table + k * fmt.SECTION_ENTRY_SIZE)
@@ -107,8 +111,6 @@ def _op_record(blob: bytes, i: int) -> int:
 
 
 def _params_count(blob: bytes, i: int) -> int:
-    import struct
-
     return struct.unpack_from("<I", blob, _op_record(blob, i) + fmt.OP_FIELDS["params_count"])[0]
 
 
@@ -116,8 +118,7 @@ def test_parameter_words_are_counted_per_version():
     shape = (1, 3, 4, 4)
     version = fmt.HEADER_FIELDS["version"]
     # Version 4 has three QUANTIZE words: a version-1 blob's two are refused there ...
-    old_blob, _ = build_op("QUANTIZE", [np.zeros(shape, np.float32)], [Out(shape, "INT8", SCALE, ZP)],
-                           inv_scale_f32=1 / SCALE, zero_point=ZP)
+    old_blob = _one_quantize(shape, shape)
     expect_rejected(patch(old_blob, version, "H", 4), "op 0 (QUANTIZE): 2 parameter words, expected 3")
     # ... and version 3 has two: a channels_last blob relabelled 3 is refused.
     new_blob = _quantize_then_transpose(shape, True)
@@ -130,9 +131,7 @@ def test_parameter_words_are_counted_per_version():
 @pytest.mark.parametrize("value", [2, -1])
 def test_channels_last_other_than_0_or_1_is_refused(value):
     shape = (1, 3, 4, 4)
-    blob, _ = build_op("QUANTIZE", [np.zeros(shape, np.float32)], [Out(_channels_last(shape), "INT8", SCALE, ZP)],
-                       inv_scale_f32=1 / SCALE, zero_point=ZP, channels_last=value)
-    expect_rejected(blob, "op 0 (QUANTIZE)", f"channels_last = {value} is not in 0..1")
+    expect_rejected(_one_quantize(shape, _channels_last(shape), channels_last=value), "op 0 (QUANTIZE)", f"channels_last = {value} is not in 0..1")
 
 
 @pytest.mark.parametrize("in_shape, out_shape, message", [
@@ -143,9 +142,7 @@ def test_channels_last_other_than_0_or_1_is_refused(value):
     ((2, 3, 4, 5), (1, 4, 5, 3), "the output's dims must be the input's with dim 1 moved last"),
 ])
 def test_channels_last_shapes_are_checked(in_shape, out_shape, message):
-    blob, _ = build_op("QUANTIZE", [np.zeros(in_shape, np.float32)], [Out(out_shape, "INT8", SCALE, ZP)],
-                       inv_scale_f32=1 / SCALE, zero_point=ZP, channels_last=1)
-    expect_rejected(blob, "op 0 (QUANTIZE)", message)
+    expect_rejected(_one_quantize(in_shape, out_shape, channels_last=1), "op 0 (QUANTIZE)", message)
 
 
 # ---------------------------------------------------------------- the fold

@@ -48,6 +48,8 @@ Status ValidateQuantize(const Model& m, const OpInfo& op) {
 // [N, C, S]: channels_last's order with S the spatial dims' product, or, for
 // an output in the input's order, C = 1 and S = all elements.
 struct SourceWalk {
+  SourceWalk(uint32_t num_channels, uint32_t num_spatial) : channels(num_channels), spatial(num_spatial) {}
+
   uint32_t channels, spatial;
   uint32_t index = 0, c = 0, s = 0;  // the input element of the current output element (n, s, c)
 
@@ -67,10 +69,10 @@ struct SourceWalk {
 };
 
 SourceWalk WalkFor(const TensorInfo& in, bool channels_last) {
-  if (!channels_last) return SourceWalk{1, in.num_elements()};
+  if (!channels_last) return SourceWalk(1, in.num_elements());
   uint32_t spatial = 1;
   for (uint32_t d = 2; d < in.rank; ++d) spatial *= in.dims[d];
-  return SourceWalk{in.dims[1], spatial};
+  return SourceWalk(in.dims[1], spatial);
 }
 
 // q = clamp(nearbyint(x * inv_scale) + zero_point), the formula of PyTorch's
