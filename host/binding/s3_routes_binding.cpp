@@ -86,5 +86,5 @@ void bind_s3_routes(py::module_& m) {
       py::arg("padding"), py::arg("dilation"), py::arg("input_offset"),
       "How an optimized ESP32-S3 build routes a batch-1 DEPTHWISE_CONV2D of this geometry (16-byte aligned "
       "data): the op's route dict plus 'route', the branch of depthwise_conv.cpp RouteDepthwise that decided "
-      "(own_kernel, ansi_scratch_defect, ansi_tiled_pad_defect, espnn).");
+      "(own_kernel, staged_padding, ansi_tiled_pad_defect, espnn).");
 }

@@ -31,9 +31,11 @@ def route_of(blob):
                                                   ((1, 0), (8, 6), True), ((0, 1), (6, 8), True),
                                                   ((2, 2), (10, 10), True)])
 def test_the_reported_route_follows_the_pads_the_predicate_reads(pads, out_hw, defect):
+    # The defect's geometry is staged (padding written into scratch) and stays on the SIMD path.
     route = route_of(dw(pads=pads, out_hw=out_hw))
     assert ("scratch defect" in route["reason"]) is defect, route
-    assert route["simd"] is not defect
+    assert ("staged padding" in route["kernel"]) is defect, route
+    assert route["simd"]
     # 8 channels: the same pads are not the defect's geometry (ch % 16 != 0)
     assert "scratch defect" not in route_of(conv_graph("DEPTHWISE_CONV2D", (1, 8, 8, 8), (1, *out_hw, 8),
                                                        pads=pads))["reason"]
@@ -55,13 +57,13 @@ def test_the_lowerings_question_and_the_programs_routes_are_one_function(geometr
     asked = _native.s3_depthwise_route(in_hwc=(*g["in_hw"], g["ch"]), kernel=g["k"], ch_mult=g["mult"],
                                        out_hw=g["out_hw"], stride=g["strides"], padding=g["pads"],
                                        dilation=g["dil"], input_offset=g["offset"])
-    assert asked.pop("route") in {"own_kernel", "ansi_scratch_defect", "ansi_tiled_pad_defect", "espnn"}
+    assert asked.pop("route") in {"own_kernel", "staged_padding", "ansi_tiled_pad_defect", "espnn"}
     assert asked == route_of(dw(**geometry))
 
 
 def test_the_route_names_say_which_branch_decided():
     ask = dict(in_hwc=(8, 8, 16), kernel=(3, 3), ch_mult=1, stride=(1, 1), dilation=(1, 1), input_offset=0)
-    assert _native.s3_depthwise_route(out_hw=(8, 6), padding=(1, 0), **ask)["route"] == "ansi_scratch_defect"
+    assert _native.s3_depthwise_route(out_hw=(8, 6), padding=(1, 0), **ask)["route"] == "staged_padding"
     assert _native.s3_depthwise_route(out_hw=(8, 8), padding=(1, 1), **ask)["route"] == "espnn"
     assert _native.s3_depthwise_route(out_hw=(8, 8), padding=(2, 2), **{**ask, "dilation": (2, 2)})["route"] \
         == "own_kernel"
@@ -72,12 +74,15 @@ def test_the_route_names_say_which_branch_decided():
 
 
 def test_the_lowering_asks_the_runtime(monkeypatch):
-    # The lowering's pre-padding choice is whatever the runtime's RouteDepthwise says: with the
-    # native answer replaced, the choice follows it (nothing in conv.py decides on its own).
-    args = ((1, 8, 8, 16), [0, 0], 1, (1, 8, 8, 16), (3, 3), [1, 1], [1, 1], [1, 1], 0)
-    assert lower_conv._s3_scratch_defect_route(*args) is False
-    monkeypatch.setattr(lower_conv._native, "s3_depthwise_route", lambda **kw: {"route": "ansi_scratch_defect"})
-    assert lower_conv._s3_scratch_defect_route(*args) is True
+    # Whether a one-channel conv is lowered as a depthwise one is whatever the runtime's
+    # RouteDepthwise says of that depthwise layer: with the native answer replaced, the choice
+    # follows it (nothing in conv.py decides on its own).
+    mult8 = ((1, 8, 8, 1), [0, 0], 8, (1, 8, 8, 8), (3, 3), [1, 1], [1, 1], [1, 1], 0)
+    generic = ((1, 8, 8, 1), [0, 0], 3, (1, 8, 8, 3), (3, 3), [1, 1], [1, 1], [1, 1], 0)
+    assert lower_conv._single_channel_as_depthwise(*mult8) is True
+    assert lower_conv._single_channel_as_depthwise(*generic) is False
+    monkeypatch.setattr(lower_conv._native, "s3_depthwise_route", lambda **kw: {"simd": True})
+    assert lower_conv._single_channel_as_depthwise(*generic) is True
 
 
 def test_s3_path_is_the_native_route_of_the_same_blob():
@@ -105,6 +110,7 @@ def test_the_python_side_states_no_rule():
     numbers = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and type(n.value) in (int, float)]
     assert numbers == [], numbers
     conv_tree = ast.parse(Path(lower_conv.__file__).read_text())
-    (fn,) = [n for n in ast.walk(conv_tree) if isinstance(n, ast.FunctionDef) and n.name == "_s3_scratch_defect_route"]
+    (fn,) = [n for n in ast.walk(conv_tree)
+             if isinstance(n, ast.FunctionDef) and n.name == "_single_channel_as_depthwise"]
     compares = [ast.unparse(n) for n in ast.walk(fn) if isinstance(n, ast.Compare)]
-    assert compares == ["route['route'] == 'ansi_scratch_defect'"], compares
+    assert compares == [], compares

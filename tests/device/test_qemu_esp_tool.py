@@ -197,3 +197,28 @@ def test_icount_marks_the_named_function(tmp_path, monkeypatch, extra, symbol):
     assert looked_up == [symbol]
     assert argv[argv.index("-plugin") + 1] == f"{tmp_path / 'icount_marks.so'},out={out.resolve()},mark=0x42001234"
     assert "-icount" in argv
+
+
+def test_profile_sums_blocks_per_function_most_first(tmp_path):
+    """--profile: the plugin's per-block counts are summed into the ELF function whose
+    [start, start + size) holds the block's address; a block outside every function (ROM) is
+    listed by its address; lines other than `block` are ignored."""
+    icount = tmp_path / "icount.txt"
+    icount.write_text("total 0 999\nmark 0 0x42000000 10\nblock 0x42000010 300\nblock 0x42000020 200\n"
+                      "block 0x42000100 700\nblock 0x40056f44 50\nblock 0x42000040 5\n")
+    table = [(0x42000000, 0x40, "esp_nn_conv"), (0x42000100, 0x10, "EvalQuantize")]
+    out = tmp_path / "profile.txt"
+    Q.write_profile(icount, table, out)
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("#") and "total 1255" in lines[0]
+    assert [line.split()[::2] for line in lines[1:]] == [
+        ["700", "EvalQuantize"], ["500", "esp_nn_conv"], ["50", "?0x40056f44"], ["5", "?0x42000040"]]
+    assert lines[1].split()[1] == f"{100 * 700 / 1255:.2f}"
+
+
+def test_profile_needs_icount(tmp_path, capsys):
+    build = tmp_path / "build"
+    build.mkdir()
+    with pytest.raises(SystemExit):
+        Q.main(["run", "--qemu", sys.executable, "--build", str(build), "--profile", str(tmp_path / "p.txt")])
+    assert "--profile needs --icount" in capsys.readouterr().err

@@ -86,7 +86,13 @@ GEOMETRIES = [
     ("3x3 s1 p1 M1", 1, (8, 9), 16, 1, (3, 3), (1, 1), (1, 1), (1, 1), None),
     ("3x3 s2 p1 M2", 1, (9, 10), 5, 2, (3, 3), (2, 2), (1, 1), (1, 1), None),
     ("5x5 s3 p2 M3 clipped", 1, (11, 13), 3, 3, (5, 5), (3, 3), (2, 2), (1, 1), None),
+    # The S3 scratch defect's geometry (3x3, M1, C % 16 == 0, pads not (0,0)/(1,1)): the runtime
+    # stages these (padding written into scratch as the zero point, run with pads (0,0)).
     ("3x3 pads (1,0), C=16 (S3 scratch-defect shape)", 1, (9, 8), 16, 1, (3, 3), (2, 2), (1, 0), (1, 1), None),
+    ("staged: pads (0,1) stride 1, C=32", 1, (7, 6), 32, 1, (3, 3), (1, 1), (0, 1), (1, 1), None),
+    ("staged: pads (2,2) stride 1", 1, (5, 6), 16, 1, (3, 3), (1, 1), (2, 2), (1, 1), None),
+    ("staged: pads (0,1), SAME end pad, batch 2", 2, (6, 7), 16, 1, (3, 3), (2, 2), (0, 1), (1, 1), (3, 4)),
+    ("staged: pads (1,0), a column left unread", 1, (8, 10), 16, 1, (3, 3), (2, 2), (1, 0), (1, 1), None),
     ("SAME, end pad larger than leading pad", 1, (6, 7), 4, 2, (4, 4), (1, 1), (1, 1), (1, 1), (6, 7)),
     ("VALID dropping a row", 1, (9, 9), 6, 1, (2, 2), (2, 2), (0, 0), (1, 1), (4, 4)),
     ("kernel larger than the input", 1, (2, 3), 4, 2, (5, 5), (1, 1), (2, 2), (1, 1), None),
@@ -229,6 +235,20 @@ def test_malformed_depthwise_is_rejected(kwargs, message):
         return
     with pytest.raises(ValueError, match=r"op 0 \(DEPTHWISE_CONV2D\): " + message):
         _native.Program(blob)
+
+
+def test_a_staged_layer_asks_for_its_padded_copy():
+    # 3x3, M1, 16 channels, pads (1, 0): the staged route copies the image with its padding into
+    # scratch, out * stride + 2 rows and columns (ESP-NN's pad-(0,0) path then pads nothing), then
+    # ESP-NN's own scratch (0 on the host's ANSI build) and the 16-byte margin.
+    blob = dw_blob(x_shape=(1, 8, 8, 16), w_shape=(1, 3, 3, 16), out_shape=(1, 8, 6, 16), ch_mult=1, pad_left=0)
+    assert _native.Program(blob).scratch_bytes == (8 + 2) * (6 + 2) * 16 + 16
+    blob = dw_blob(x_shape=(1, 9, 8, 16), w_shape=(1, 3, 3, 16), out_shape=(1, 5, 3, 16), ch_mult=1, pad_left=0,
+                   stride_h=2, stride_w=2)
+    assert _native.Program(blob).scratch_bytes == (5 * 2 + 2) * (3 * 2 + 2) * 16 + 16
+    # pads (1, 1) are not the defect's geometry: no copy
+    assert _native.Program(dw_blob(x_shape=(1, 8, 8, 16), w_shape=(1, 3, 3, 16), out_shape=(1, 8, 8, 16),
+                                   ch_mult=1)).scratch_bytes == 16
 
 
 def test_scratch_request_includes_the_depthwise_margin():

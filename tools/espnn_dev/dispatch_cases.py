@@ -75,8 +75,8 @@ def _conv(rng, x_shape, k, cout, *, stride=(1, 1), pad=(0, 0), dil=(1, 1), group
         dilation_w=dil[1], groups=groups, input_offset=0, output_offset=0, act_min=-128, act_max=127)
 
 
-def _dw(rng, x_shape, k, ch_mult, *, stride=(1, 1), pad=(0, 0), dil=(1, 1), out_hw=None):
-    """DEPTHWISE_CONV2D [N,H,W,C] -> [N,OH,OW,C*ch_mult]."""
+def _dw(rng, x_shape, k, ch_mult, *, stride=(1, 1), pad=(0, 0), dil=(1, 1), out_hw=None, zero_point=0):
+    """DEPTHWISE_CONV2D [N,H,W,C] -> [N,OH,OW,C*ch_mult]; `zero_point` of the input."""
     n, h, w, c = x_shape
     kh, kw = k
     cout = c * ch_mult
@@ -86,11 +86,11 @@ def _dw(rng, x_shape, k, ch_mult, *, stride=(1, 1), pad=(0, 0), dil=(1, 1), out_
     mult, shift = qp.conv_multipliers(S, np.full(cout, 0.02, np.float32), S)
     return build_op(
         "DEPTHWISE_CONV2D",
-        [Input(_rand(rng, x_shape), S, 0), Const(_rand(rng, (1, kh, kw, cout), -127, 128)),
+        [Input(_rand(rng, x_shape), S, zero_point), Const(_rand(rng, (1, kh, kw, cout), -127, 128)),
          Const(_rand(rng, cout, -500, 500, np.int32)), Const(mult), Const(shift)],
         [Out((n, *out_hw, cout), "INT8", S, 0)],
         stride_h=stride[0], stride_w=stride[1], pad_top=pad[0], pad_left=pad[1], dilation_h=dil[0],
-        dilation_w=dil[1], ch_mult=ch_mult, input_offset=0, output_offset=0, act_min=-128, act_max=127)
+        dilation_w=dil[1], ch_mult=ch_mult, input_offset=-zero_point, output_offset=0, act_min=-128, act_max=127)
 
 
 def _conv_cases(rng):
@@ -130,8 +130,13 @@ def _dw_cases(rng):
         "dw_mult4": _dw(rng, (1, 16, 16, 4), (3, 3), 4, pad=(1, 1)),
         # ch_mult 2 on 8 channels: generic _opt C. 37 K MACs.
         "dw_generic_opt": _dw(rng, (1, 16, 16, 8), (3, 3), 2, pad=(1, 1)),
-        # 3x3, ch_mult 1, 32 channels, pads (1, 0): the S3 scratch defect -> ANSI. 65 K MACs.
-        "dw_scratch_defect_ansi": _dw(rng, (1, 16, 16, 32), (3, 3), 1, pad=(1, 0), out_hw=(16, 14)),
+        # 3x3, ch_mult 1, 32 channels, pads (1, 0): the S3 scratch defect's geometry, staged
+        # (padding written into scratch, pads (0, 0)) onto the s8 padded asm. 65 K MACs.
+        "dw_scratch_defect_staged": _dw(rng, (1, 16, 16, 32), (3, 3), 1, pad=(1, 0), out_hw=(16, 14)),
+        # 5x5, ch_mult 1, 600 channels on 4x4, input zero point 5: int16 copies of 49 KB > 48 KiB
+        # and rows outside the image: ESP-NN's row-tiled s16 path would add zero-point taps -> ANSI.
+        # 240 K MACs.
+        "dw_tiled_pad_defect_ansi": _dw(rng, (1, 4, 4, 600), (5, 5), 1, pad=(2, 2), zero_point=5),
         # dilation 2: the interpreter's direct loop. 74 K MACs.
         "dw_dilated_direct": _dw(rng, (1, 16, 16, 32), (3, 3), 1, pad=(2, 2), dil=(2, 2)),
         # a row 32800 wide (> 32767, ESP-NN's int16 window origin): the direct loop. 98 K MACs.

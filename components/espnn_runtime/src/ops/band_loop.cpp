@@ -328,6 +328,20 @@ Status DescribeRegion(const Model& m, uint32_t loop_index, Region* r) {
   return DescribeRegionOps(m, Banded(m), r);
 }
 
+uint32_t MaxCallRows(const Model& m, uint32_t index) {
+  const uint32_t loop = EnclosingLoop(m, index);
+  if (loop == kNotInRegion) return 0;
+  Region r;
+  RegionStorage storage;
+  storage.Attach(&r);
+  if (!DescribeRegion(m, loop, &r).ok()) return 0;
+  RegionPlan plan;
+  PlanRegion(r.desc, r.band_rows, &plan);
+  // A call computes rows [from, want.hi) of its output, a subrange of the
+  // rows the band wants, which PlanRegion's capacity bounds (EvalBandLoop).
+  return plan.capacity[r.desc.ops[index - r.first_op].out];
+}
+
 Status DescribeCandidate(const Model& m, uint32_t first, uint32_t num, bool in_place, Region* r) {
   if (num < 1 || num > kMaxRegionOps)
     return ops::Fail("num_ops = %u out of range [1, %u]", (unsigned)num, (unsigned)kMaxRegionOps);

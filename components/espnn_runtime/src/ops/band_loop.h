@@ -41,6 +41,11 @@ Status CheckRegions(const Model& m);
 constexpr uint32_t kNotInRegion = 0xFFFFFFFFu;
 uint32_t EnclosingLoop(const Model& m, uint32_t index);
 
+// For op `index` inside a fused region: the most output rows one band call
+// of it computes (a kernel sizes its scratch for such calls too: a band's
+// pads may route it differently from the whole layer). 0 outside regions.
+uint32_t MaxCallRows(const Model& m, uint32_t index);
+
 // True for the last op of an IN_PLACE region: its output sits on its input's
 // bytes but it writes through the staging buffer (kernels that refuse an
 // overlapping output accept this one; the parser's arena check decides).

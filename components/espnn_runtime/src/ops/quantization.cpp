@@ -1,6 +1,7 @@
 // QUANTIZE (float32 -> int8), DEQUANTIZE (int8 -> float32) at graph
 // boundaries, and REQUANTIZE (int8 -> int8 with new quantization
 // parameters). ESP-NN has no kernels for these; they run in the interpreter.
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -43,41 +44,60 @@ Status ValidateQuantize(const Model& m, const OpInfo& op) {
   return ops::ExpectRange(p.zero_point, "zero_point", -128, 127);
 }
 
-// The input element output element i reads, stepped once per output element
-// (no division per element). The output is read as [N, S, C] from an input
-// [N, C, S]: channels_last's order with S the spatial dims' product, or, for
-// an output in the input's order, C = 1 and S = all elements.
-struct SourceWalk {
-  SourceWalk(uint32_t num_channels, uint32_t num_spatial) : channels(num_channels), spatial(num_spatial) {}
-
-  uint32_t channels, spatial;
-  uint32_t index = 0, c = 0, s = 0;  // the input element of the current output element (n, s, c)
-
-  void Advance() {
-    if (++c < channels) {
-      index += spatial;  // the next channel of the same pixel
-      return;
-    }
-    c = 0;
-    if (++s < spatial) {
-      index = index - (channels - 1) * spatial + 1;  // channel 0 of the next pixel
-      return;
-    }
-    s = 0;
-    index += 1;  // the next batch starts right after the last channel's last pixel
-  }
-};
-
-SourceWalk WalkFor(const TensorInfo& in, bool channels_last) {
-  if (!channels_last) return SourceWalk(1, in.num_elements());
-  uint32_t spatial = 1;
-  for (uint32_t d = 2; d < in.rank; ++d) spatial *= in.dims[d];
-  return SourceWalk(in.dims[1], spatial);
+// nearbyintf(y) for |y| <= 1000, in the current rounding mode. newlib's
+// nearbyintf/rintf are bit-manipulating library calls (about 80 guest
+// instructions per value on the ESP32-S3, most of a 96x96 input's QUANTIZE);
+// adding and subtracting 1.5 * 2^23 rounds in the FPU instead: the sum lies
+// in [2^23, 2^24), where the float spacing is 1, so the addition rounds y to
+// an integer by the current mode and the subtraction is exact. That needs
+// float arithmetic evaluated in float (FLT_EVAL_METHOD 0: the ESP32 FPUs,
+// x86-64, and the -m32 build's SSE math); elsewhere the library call stays.
+inline float RoundSmall(float y) {
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+  const float kShift = 12582912.0f;  // 1.5 * 2^23
+  return (y + kShift) - kShift;
+#else
+  return nearbyintf(y);
+#endif
 }
 
 // q = clamp(nearbyint(x * inv_scale) + zero_point), the formula of PyTorch's
 // quantize_per_tensor and ExecuTorch's portable kernel (ties to even under
 // the default rounding mode). NaN maps to the zero point.
+inline int8_t QuantizeOne(float x, float inv_scale, int32_t zero_point) {
+  float y = x * inv_scale;
+  if (!(y == y)) return (int8_t)zero_point;
+  // Clamp in float first so the conversion to int cannot overflow and
+  // RoundSmall's range holds; clamping before rounding gives the same
+  // result as after, since +-1000 are integers.
+  y = y < -1000.0f ? -1000.0f : (y > 1000.0f ? 1000.0f : y);
+  return (int8_t)ops::Clamp((int32_t)RoundSmall(y) + zero_point, -128, 127);
+}
+
+// channels_last: the output [N, S, C] (S = the spatial dims' product) from
+// the input [N, C, S], written in order; the input is read with the stride S
+// between channels. kWordAligned: src is float-aligned, so word loads.
+template <bool kWordAligned>
+void QuantizeChannelsLast(const TensorInfo& in, const uint8_t* src, int8_t* dst, float inv_scale,
+                          int32_t zero_point) {
+  uint32_t spatial = 1;
+  for (uint32_t d = 2; d < in.rank; ++d) spatial *= in.dims[d];
+  const uint32_t channels = in.dims[1];
+  for (uint32_t b = 0; b < in.dims[0]; ++b, src += 4u * channels * spatial) {
+    for (uint32_t s = 0; s < spatial; ++s) {
+      for (uint32_t c = 0; c < channels; ++c) {
+        const uint8_t* at = src + 4u * (c * spatial + s);
+        float x;
+        if constexpr (kWordAligned)
+          x = *(const float*)(const void*)at;
+        else
+          memcpy(&x, at, 4);  // graph inputs may come from unaligned host memory
+        *dst++ = QuantizeOne(x, inv_scale, zero_point);
+      }
+    }
+  }
+}
+
 Status EvalQuantize(const OpInfo& op, const EvalContext& ctx) {
   const auto p = op.Params<QUANTIZE_Params>();
   const float inv_scale = FloatFromBits(p.inv_scale_f32);
@@ -85,20 +105,24 @@ Status EvalQuantize(const OpInfo& op, const EvalContext& ctx) {
   const uint8_t* src = ctx.in(op.inputs[0]);
   int8_t* dst = (int8_t*)ctx.out(op.outputs[0]);
   const uint32_t n = in.num_elements();
-  SourceWalk from = WalkFor(in, p.channels_last != 0);
-  for (uint32_t i = 0; i < n; ++i, from.Advance()) {
+  if (p.channels_last) {
+    if ((uintptr_t)src % alignof(float) == 0)
+      QuantizeChannelsLast<true>(in, src, dst, inv_scale, p.zero_point);
+    else
+      QuantizeChannelsLast<false>(in, src, dst, inv_scale, p.zero_point);
+    return Status::Ok();
+  }
+  if ((uintptr_t)src % alignof(float) == 0) {
+    // The usual case: word loads (the ESP32's cores have no unaligned ones,
+    // so the copy below costs a byte-wise load per value).
+    const float* x = (const float*)(const void*)src;
+    for (uint32_t i = 0; i < n; ++i) dst[i] = QuantizeOne(x[i], inv_scale, p.zero_point);
+    return Status::Ok();
+  }
+  for (uint32_t i = 0; i < n; ++i) {
     float x;
-    memcpy(&x, src + 4u * from.index, 4);  // graph inputs may come from unaligned host memory
-    float r = nearbyintf(x * inv_scale);
-    int32_t q;
-    if (!(r == r)) {
-      q = p.zero_point;
-    } else {
-      // Clamp in float first so the conversion to int cannot overflow.
-      r = r < -1000.0f ? -1000.0f : (r > 1000.0f ? 1000.0f : r);
-      q = ops::Clamp((int32_t)r + p.zero_point, -128, 127);
-    }
-    dst[i] = (int8_t)q;
+    memcpy(&x, src + 4u * i, 4);  // graph inputs may come from unaligned host memory
+    dst[i] = QuantizeOne(x, inv_scale, p.zero_point);
   }
   return Status::Ok();
 }

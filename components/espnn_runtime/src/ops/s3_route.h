@@ -1,6 +1,6 @@
 // What an optimized ESP32-S3 build runs for each op, told by the ops
-// themselves: the host tools (analysis, reports, the lowering's pre-padding
-// choice) ask this instead of restating the routing in Python.
+// themselves: the host tools (analysis, reports, the lowering's one-channel
+// stem choice) ask this instead of restating the routing in Python.
 //
 // Each routing rule is one predicate in its op file (conv.cpp RouteConv,
 // depthwise_conv.cpp RouteDepthwise, pooling.cpp S3PoolSimd, ...), which the
@@ -61,10 +61,10 @@ S3Route DescribeS3Route(const OpInfo& op, const EvalContext& ctx);
 const S3RouteRule* LookupS3RouteRule(xts3::Opcode opcode);
 
 // The route of a depthwise layer of this geometry whose images are all
-// 16-byte aligned, for the lowering (which pre-pads a layer that would take
-// the scratch-defect route) before a program exists. `route_name`: which
+// 16-byte aligned, for the lowering (which asks it whether a one-channel
+// conv has a SIMD path as a depthwise layer) before a program exists. `route_name`: which
 // branch of depthwise_conv.cpp's RouteDepthwise decided ("own_kernel",
-// "ansi_scratch_defect", "ansi_tiled_pad_defect", "espnn").
+// "staged_padding", "ansi_tiled_pad_defect", "espnn").
 S3Route DescribeS3DepthwiseLayer(const conv_util::ConvShape& shape, const xts3::DEPTHWISE_CONV2D_Params& params,
                                  const char** route_name);
 

@@ -11,14 +11,14 @@ pad below the effective kernel extent (a window must touch the image); an
 axis padded further (a 1x1 conv with padding 1) is padded by a PAD op
 first, with the input zero point (real 0), and convolved with pad 0.
 
-ESP32-S3 fast path by construction: a 3x3 depthwise conv (ch_mult 1,
-C % 16 == 0) whose pads are neither (0,0) nor (1,1) hits ESP-NN 1.2.3's
-scratch under-allocation (espnn-kernels.md §5.3 item 2), so the runtime
-sends it to the scalar ANSI kernel; such a layer is pre-padded by a PAD op
-instead and convolved with pad (0,0), which takes the S3 s8 asm path. The
-PAD copy is O(input) where the ANSI fallback costs O(MACs) scalar work.
-Which layers those are is asked of the runtime's own routing
-(depthwise_conv.cpp RouteDepthwise, through _native.s3_depthwise_route).
+A convolution from one input channel (a grayscale or audio stem) is a
+depthwise convolution with ch_mult = O: the same sums, with the filter
+[O, 1, kh, kw] read as [1, kh, kw, O]. It is lowered as one when the
+runtime's S3 routing (depthwise_conv.cpp RouteDepthwise, asked through
+_native.s3_depthwise_route) gives that depthwise layer a SIMD path: ESP-NN's
+general S3 convolution pads one input channel to 16 for its filter rows,
+where the depthwise mult-4/mult-8 paths use the channel multiplier as the
+vector width (TFLite's converter makes the same substitution).
 """
 
 from __future__ import annotations
@@ -102,9 +102,10 @@ def analyze(node, cc) -> ConvPlan:
             raise Unsupported(f"stride {s} / dilation {d} / padding {p}")
         if p >= d * (k - 1) + 1:  # no window may lie wholly in ESP-NN's padding: pad explicitly
             pre_pad[axis], padding[axis] = p, 0
-    if groups == c > 1 and _s3_scratch_defect_route(in4, pre_pad, o // c, out4, kernel, stride, padding, dilation,
-                                                    -in_q.zero_point):
-        pre_pad, padding = [pre_pad[0] + padding[0], pre_pad[1] + padding[1]], [0, 0]
+    depthwise = groups == c and groups > 1
+    if groups == 1 and c == 1 and o > 1:
+        depthwise = _single_channel_as_depthwise(in4, pre_pad, o, out4, kernel, stride, padding, dilation,
+                                                 -in_q.zero_point)
     limit = cc.limits["max_kernel_dim"]
     check_kernel_dims({"input height": in4[1] + 2 * pre_pad[0], "input width": in4[2] + 2 * pre_pad[1],
                        "input channels": c,
@@ -114,20 +115,21 @@ def analyze(node, cc) -> ConvPlan:
     mult, shift = conv_multipliers(in_q.scale, w.scales, out.qparams.scale)
     if np.any(shift < -31) or np.any(shift > 30):
         raise Unsupported("input x weight / output scale ratio is outside the requantization range (shift)")
-    depthwise = groups == c and groups > 1
     return ConvPlan(depthwise, in_q, out, w, b, mult, shift, in4, out4, kernel, stride, padding, dilation,
                     groups, out_shape, pre_pad)
 
 
-def _s3_scratch_defect_route(in4, pre_pad, ch_mult, out4, kernel, stride, padding, dilation, input_offset) -> bool:
-    """Whether the runtime routes this depthwise layer (its input pre-padded
-    by `pre_pad` so far) to ANSI for the S3 scratch defect: asked of the
-    runtime's own RouteDepthwise (depthwise_conv.cpp), not restated."""
+def _single_channel_as_depthwise(in4, pre_pad, ch_mult, out4, kernel, stride, padding, dilation,
+                                 input_offset) -> bool:
+    """Whether a one-input-channel convolution is lowered as a depthwise one
+    (the module docstring says why): when the runtime routes that depthwise
+    layer to a SIMD path on the S3, asked of its own RouteDepthwise, not
+    restated."""
     route = _native.s3_depthwise_route(
-        in_hwc=(in4[1] + 2 * pre_pad[0], in4[2] + 2 * pre_pad[1], in4[3]), kernel=tuple(kernel), ch_mult=ch_mult,
+        in_hwc=(in4[1] + 2 * pre_pad[0], in4[2] + 2 * pre_pad[1], 1), kernel=tuple(kernel), ch_mult=ch_mult,
         out_hw=(out4[1], out4[2]), stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation),
         input_offset=input_offset)
-    return route["route"] == "ansi_scratch_defect"
+    return bool(route["simd"])
 
 
 def _filter(p: ConvPlan) -> np.ndarray:
