@@ -34,7 +34,7 @@ def test_param_fields_are_exported_per_opcode():
     assert _native.OPCODES["CONV2D"]["params"] == (
         "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h", "dilation_w", "groups",
         "input_offset", "output_offset", "act_min", "act_max")
-    assert _native.OPCODES["QUANTIZE"]["params"] == ("inv_scale_f32", "zero_point")
+    assert _native.OPCODES["QUANTIZE"]["params"] == ("inv_scale_f32", "zero_point", "channels_last")
     assert _native.OPCODES["LUT"]["params"] == ()
 
 

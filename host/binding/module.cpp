@@ -96,6 +96,15 @@ std::vector<std::string> ParamNames(Opcode op) {
   return {};
 }
 
+// The first format version that has each parameter field of `op` (its own
+// first version, or the later one that appended the field).
+py::tuple ParamVersions(Opcode op, uint16_t first_version) {
+  std::vector<uint16_t> versions;
+  for (uint16_t v = first_version; v <= kFormatVersion; ++v)
+    while (versions.size() < NumParamsInVersion(op, v)) versions.push_back(v);
+  return py::tuple(py::cast(versions));
+}
+
 py::dict OpDict(const OpInfo& op) {
   py::dict d;
   d["index"] = op.index;
@@ -109,9 +118,11 @@ py::dict OpDict(const OpInfo& op) {
   d["outputs"] = outs;
   py::dict params;
   std::vector<std::string> names = ParamNames(op.opcode);
-  for (size_t k = 0; k < names.size() && k < op.params_count; ++k) {
-    int32_t v;
-    std::memcpy(&v, op.params + 4 * k, 4);
+  // A field newer than the blob's version (ESPNN_XTS3_PARAM_APPENDS) is what
+  // the runtime reads for it: 0.
+  for (size_t k = 0; k < names.size(); ++k) {
+    int32_t v = 0;
+    if (k < op.params_count) std::memcpy(&v, op.params + 4 * k, 4);
     params[names[k].c_str()] = v;
   }
   d["params"] = params;
@@ -338,6 +349,7 @@ void BindFormatConstants(py::module_& m) {
                                {"max_inputs", imax}, {"min_outputs", omin},                 \
                                {"max_outputs", omax}, {"optional_inputs", opt}});           \
     d["params"] = py::tuple(py::cast(ParamNames(Opcode::name)));                            \
+    d["param_versions"] = ParamVersions(Opcode::name, ver);                                 \
     d["aliasing"] = AliasingName(OpAliasing(Opcode::name));                                 \
     opcodes[#name] = d;                                                                     \
   }

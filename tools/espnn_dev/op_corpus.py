@@ -126,6 +126,28 @@ def _one_d() -> bytes:
     return w.to_bytes()
 
 
+def _quantize_channels_last() -> bytes:
+    """Float NCHW inputs quantized straight into NHWC (QUANTIZE's channels_last,
+    format version 4): a batch of 2 read by a conv, and a rank-3 [N, C, W] and
+    a rank-5 input. The float inputs stay in the arena (not EXTERNAL): the
+    runners bind EXTERNAL inputs only from 4-byte aligned memory, and their
+    misaligned-bundle test feeds every corpus graph from odd addresses."""
+    rng = np.random.default_rng(13)
+    w = Xts3Writer()
+    outputs, inputs = [], []
+    for shape in ([2, 5, 6, 7], [1, 3, 9], [1, 2, 3, 4, 5]):
+        x = w.tensor(shape, "FLOAT32")
+        q = w.tensor([shape[0], *shape[2:], shape[1]], scale=S, zero_point=Z)
+        w.op("QUANTIZE", [x], [q], inv_scale_f32=1.0 / S, zero_point=Z, channels_last=1)
+        inputs.append(x)
+        outputs.append(q)
+    conv = w.tensor([2, 6, 7, 4], scale=S, zero_point=Z)
+    w.op("CONV2D", [outputs[0], *_conv_inputs(w, rng, 4, 3, 3, 5)], [conv], **_conv_params(groups=1))
+    w.set_inputs(inputs)
+    w.set_outputs([conv] + outputs[1:])
+    return w.to_bytes()
+
+
 def _masked_softmax() -> bytes:
     """Causal attention probabilities: MASKED_SOFTMAX of [1, 2, 8, 8] scores under
     a [8, 8] lower-triangular mask with one fully masked row."""
@@ -293,6 +315,7 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "per_channel_tables", _per_channel_tables()
     yield "one_d_pools", _one_d()
     yield "masked_softmax", _masked_softmax()
+    yield "quantize_channels_last", _quantize_channels_last()
     yield "recurrent", _recurrent()
     for i, (shape, rms, affine) in enumerate([((3, 1), False, 2), ((2, 2, 7), True, 1), ((4, 64), False, 0),
                                               ((1, 2, 1, 257), False, 2), ((5, 33), True, 0)]):

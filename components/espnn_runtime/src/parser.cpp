@@ -52,12 +52,11 @@ struct OpDesc {
   uint16_t min_version;
   uint8_t min_inputs, max_inputs, min_outputs, max_outputs;
   uint32_t optional_inputs;
-  uint32_t num_params;
   const char* name;
 };
 constexpr OpDesc kOps[] = {
 #define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
-  {code, ver, imin, imax, omin, omax, opt, kNumParams_##name, #name},
+  {code, ver, imin, imax, omin, omax, opt, #name},
     ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
 };
@@ -303,9 +302,12 @@ Status CheckOp(const Model& m, uint32_t index, const uint8_t* rec, uint32_t io_c
                          (unsigned)index, d->name, (unsigned)io_start, (unsigned)(nin + nout),
                          (unsigned)io_count);
   const uint32_t pstart = LoadU32(rec + kOpParamsStart), pcount = LoadU32(rec + kOpParamsCount);
-  if (pcount != d->num_params)
+  // Fields appended in a later version (ESPNN_XTS3_PARAM_APPENDS) are absent
+  // from an older blob.
+  const uint32_t want = NumParamsInVersion((Opcode)code, m.version());
+  if (pcount != want)
     return Status::Error(StatusCode::kInvalidBlob, "op %u (%s): %u parameter words, expected %u",
-                         (unsigned)index, d->name, (unsigned)pcount, (unsigned)d->num_params);
+                         (unsigned)index, d->name, (unsigned)pcount, (unsigned)want);
   if (!RangeOk(pstart, pcount, params_count))
     return Status::Error(StatusCode::kInvalidBlob,
                          "op %u (%s): params [%u, +%u) exceed PARAMS' %u words",

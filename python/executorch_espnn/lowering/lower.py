@@ -80,6 +80,11 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     limit is exceeded) or ParserRejection (the parser refused the bytes).
     """
     ctx = build(sub, options)
+    # A float NCHW input quantized and then transposed for the convs is
+    # quantized straight into NHWC: one int8 copy in the arena, not two.
+    folded = ctx.writer.fold_quantize_transposes()
+    ctx.op_nodes = [name for i, name in enumerate(ctx.op_nodes) if i not in folded]
+    ctx.num_tensors -= len(folded)  # each fold drops the int8 NCHW tensor too
     lim = limits or ctx.limits
     counts = {"max_tensors": ctx.num_tensors, "max_ops": len(ctx.op_nodes),
               "max_graph_inputs": len(sub.inputs), "max_graph_outputs": len(sub.outputs)}

@@ -37,6 +37,19 @@ def _align(value: int, alignment: int) -> int:  # section and constant padding
     return (value + alignment - 1) // alignment * alignment
 
 
+def _fields_in_version(op_name: str, version: int) -> int:
+    """How many of the opcode's parameter fields a blob of ``version`` has
+    (fields a later version appended come last)."""
+    return sum(1 for v in fmt.OPCODES[op_name]["param_versions"] if v <= version)
+
+
+def _op_version(op: "_Op") -> int:
+    """The oldest version that can hold ``op``: its opcode's, or that of the
+    last appended field it sets to other than 0."""
+    spec = fmt.OPCODES[op.name]
+    return max([spec["min_version"]] + [v for v, word in zip(spec["param_versions"], op.params) if word != 0])
+
+
 @dataclass
 class _Tensor:
     shape: tuple[int, ...]
@@ -133,18 +146,21 @@ class Xts3Serializer:
     # -- ops ---------------------------------------------------------------------
     def op(self, name: str, inputs: Iterable[int | None], outputs: Iterable[int], *,
            debug_handle: int = 0, **params: int | float) -> int:
-        """Appends an op; ``params`` must name exactly the opcode's fields."""
+        """Appends an op; ``params`` must name exactly the opcode's fields,
+        except fields a later format version appended (0 when left out: what
+        the opcode did before them)."""
         spec = fmt.OPCODES.get(name)
         if spec is None:
             raise ValueError(f"unknown op {name!r}; XTS3 has {sorted(fmt.OPCODES)}")
         names = spec["params"]
-        missing = [n for n in names if n not in params]
+        appended = set(names[_fields_in_version(name, spec["min_version"]):])
+        missing = [n for n in names if n not in params and n not in appended]
         extra = [n for n in params if n not in names]
         if missing or extra:
             raise ValueError(f"{name}: missing params {missing}, unknown params {extra}; fields are {list(names)}")
         words = []
         for n in names:
-            v = params[n]
+            v = params.get(n, 0)
             if n.endswith("_f32"):
                 words.append(struct.unpack("<i", struct.pack("<f", float(v)))[0])
             else:
@@ -174,6 +190,48 @@ class Xts3Serializer:
                 marked.append(t)
         return marked
 
+    def fold_quantize_transposes(self) -> list[int]:
+        """Folds each TRANSPOSE NCHW -> NHWC (dim 1 moved last) of a QUANTIZE
+        output that nothing else reads into the QUANTIZE (its
+        ``channels_last``): the float input is then quantized straight into
+        the layout the TRANSPOSE made, and the int8 NCHW copy, which was live
+        next to the NHWC one (2 x 150,528 B on a 224x224 RGB image), is gone.
+        The values are the same bytes. Returns the indices the removed
+        TRANSPOSE ops had (each also leaves one tensor fewer)."""
+        flag = fmt.OPCODES["QUANTIZE"]["params"].index("channels_last")
+        removed = []
+        for i, op in enumerate(self._ops):
+            if op.name != "TRANSPOSE":
+                continue
+            src = op.inputs[0]
+            rank = len(self._tensors[src].shape)
+            writers = [q for q in self._ops if src in q.outputs]
+            readers = [r for r in self._ops if src in r.inputs]
+            if (rank >= 3 and op.params[:rank] == [0, *range(2, rank), 1] and len(writers) == 1
+                    and writers[0].name == "QUANTIZE" and writers[0].params[flag] == 0 and readers == [op]
+                    and src not in self._outputs and src not in self._inputs):
+                writers[0].outputs = list(op.outputs)
+                writers[0].params[flag] = 1
+                removed.append((i, src))
+        for _, src in sorted(removed, key=lambda r: -r[1]):
+            self._drop_tensor(src)
+        gone = {i for i, _ in removed}
+        self._ops = [op for i, op in enumerate(self._ops) if i not in gone]
+        return sorted(gone)
+
+    def _drop_tensor(self, t: int) -> None:
+        """Removes tensor ``t``, which no op and no graph input or output
+        names any more; the tensors after it move down by one."""
+        def renumber(index: int) -> int:
+            return index - 1 if index != fmt.NO_TENSOR and index > t else index
+
+        del self._tensors[t]
+        for op in self._ops:
+            op.inputs = [renumber(x) for x in op.inputs]
+            op.outputs = [renumber(x) for x in op.outputs]
+        self._inputs = [renumber(x) for x in self._inputs]
+        self._outputs = [renumber(x) for x in self._outputs]
+
     def set_outputs(self, tensors: Iterable[int]) -> None:
         self._outputs = [self._check_index(t) for t in tensors]
 
@@ -197,11 +255,13 @@ class Xts3Serializer:
     # -- bytes -------------------------------------------------------------------
     def format_version(self, ops: Sequence[_Op] | None = None) -> int:
         """The oldest format version that has every opcode this graph uses
-        (fused regions: BAND_LOOP's) and tensor flag (EXTERNAL: version 2): a
-        graph without newer features stays readable by older runtimes."""
+        (fused regions: BAND_LOOP's), tensor flag (EXTERNAL: version 2) and
+        parameter field set to other than 0 (fields appended later, e.g.
+        QUANTIZE's channels_last: version 4): a graph without newer features
+        stays readable by older runtimes."""
         ops = self._ops if ops is None else ops
         flags = [fmt.TENSOR_FLAG_MIN_VERSION] if any(t.external for t in self._tensors) else []
-        return max([fmt.MIN_FORMAT_VERSION] + flags + [fmt.OPCODES[op.name]["min_version"] for op in ops])
+        return max([fmt.MIN_FORMAT_VERSION] + flags + [_op_version(op) for op in ops])
 
     def _with_regions(self, regions) -> tuple[list[_Tensor], list[_Op], dict[int, int]]:
         """Tensors and ops with the plan's fused regions written in: a
@@ -262,16 +322,19 @@ class Xts3Serializer:
             struct.pack_into(f"<{len(dims)}I", rec, tf["dims"], *dims)
             tensors += rec
 
+        version = self.format_version(all_ops)
         of = fmt.OP_FIELDS
         ops, op_io, params = bytearray(), [], []
         for op in all_ops:
+            # The fields the blob's version has (appended ones left out are 0).
+            words = op.params[:_fields_in_version(op.name, version)]
             rec = bytearray(fmt.OP_RECORD_SIZE)
             struct.pack_into("<H", rec, of["opcode"], fmt.OPCODES[op.name]["opcode"])
             rec[of["num_inputs"]] = len(op.inputs)
             rec[of["num_outputs"]] = len(op.outputs)
-            struct.pack_into("<IIII", rec, of["io_start"], len(op_io), len(params), len(op.params), op.debug_handle)
+            struct.pack_into("<IIII", rec, of["io_start"], len(op_io), len(params), len(words), op.debug_handle)
             op_io += op.inputs + op.outputs
-            params += op.params
+            params += words
             ops += rec
 
         payloads = {
@@ -299,7 +362,7 @@ class Xts3Serializer:
         hf = fmt.HEADER_FIELDS
         header = bytearray(fmt.HEADER_SIZE)
         struct.pack_into("<I", header, hf["magic"], fmt.FORMAT_MAGIC)
-        struct.pack_into("<HH", header, hf["version"], self.format_version(all_ops), fmt.HEADER_SIZE)
+        struct.pack_into("<HH", header, hf["version"], version, fmt.HEADER_SIZE)
         struct.pack_into("<I", header, hf["blob_size"], blob_size)
         struct.pack_into("<I", header, hf["arena_size"], arena_size)
         struct.pack_into("<II", header, hf["section_count"], len(payloads), table_offset)

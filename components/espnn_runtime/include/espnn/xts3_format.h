@@ -18,7 +18,7 @@ namespace xts3 {
 constexpr uint32_t kMagic = 0x33535458u;  // bytes 'X' 'T' 'S' '3'
 // Version written by this runtime. A blob of another version is refused:
 // opcodes and parameter layouts are defined per version below.
-constexpr uint16_t kFormatVersion = 3;
+constexpr uint16_t kFormatVersion = 4;
 constexpr uint16_t kMinFormatVersion = 1;
 
 constexpr uint32_t kHeaderSize = 32;
@@ -248,7 +248,11 @@ constexpr Aliasing OpAliasing(Opcode op) {
 #define ESPNN_XTS3_PARAMS_SPLIT(F) F(axis)
 // QUANTIZE float32 -> int8: q = clamp(nearbyint(x * inv_scale) + zero_point)
 // with inv_scale = float32(1 / scale), as PyTorch and ExecuTorch compute it.
-#define ESPNN_XTS3_PARAMS_QUANTIZE(F) F(inv_scale_f32) F(zero_point)
+// channels_last (version 4; 0 or 1): 1 = the input is [N, C, spatial...]
+// (rank 3..5) and the output holds it with dim 1 moved last, [N, spatial...,
+// C]: a float NCHW graph input quantized straight into ESP-NN's NHWC, with
+// no int8 NCHW copy and no TRANSPOSE next to it in the arena.
+#define ESPNN_XTS3_PARAMS_QUANTIZE(F) F(inv_scale_f32) F(zero_point) F(channels_last)
 // DEQUANTIZE int8 -> float32: x = (q - zero_point) * scale, in float32.
 #define ESPNN_XTS3_PARAMS_DEQUANTIZE(F) F(scale_f32) F(zero_point)
 // REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
@@ -317,6 +321,29 @@ ESPNN_XTS3_OPS(ESPNN_X)
 ESPNN_XTS3_OPS(ESPNN_X)
 #undef ESPNN_X
 #undef ESPNN_PARAM_COUNT
+
+// Parameter fields appended to an opcode's list after its first version, in
+// version order: a blob older than `version` carries only the opcode's first
+// `fields_before` words (the parser checks that count for it), and
+// OpInfo::Params reads the fields after them as 0, which is what the opcode
+// did before the field existed. Old blobs keep loading unchanged, and the
+// writer writes the newer version only for an op that sets such a field.
+#define ESPNN_XTS3_PARAM_APPENDS(X) \
+  /* opcode,  version, fields_before */ \
+  X(QUANTIZE, 4, 2)
+
+// Parameter words an op of `op` has in a blob of `version`.
+constexpr uint32_t NumParamsInVersion(Opcode op, uint16_t version) {
+#define ESPNN_X(name, ver, before) \
+  if (op == Opcode::name && version < ver) return before;
+  ESPNN_XTS3_PARAM_APPENDS(ESPNN_X)
+#undef ESPNN_X
+#define ESPNN_X(name, code, ver, imin, imax, omin, omax, opt) \
+  if (op == Opcode::name) return kNumParams_##name;
+  ESPNN_XTS3_OPS(ESPNN_X)
+#undef ESPNN_X
+  return 0;
+}
 
 // BAND_LOOP flags (every other bit must be 0).
 constexpr int32_t kBandFlagInPlace = 0x1;

@@ -18,12 +18,26 @@ float FloatFromBits(int32_t bits) {
   return f;
 }
 
+// channels_last = 1: the output's dims are the input's with dim 1 moved last.
+Status ExpectChannelsLastShape(const TensorInfo& in, const TensorInfo& out) {
+  if (in.rank < 3)
+    return ops::Fail("channels_last needs an input of rank 3..5 ([N, C, spatial...]), not rank %u",
+                     (unsigned)in.rank);
+  bool ok = out.rank == in.rank && out.dims[0] == in.dims[0] && out.dims[in.rank - 1] == in.dims[1];
+  for (uint32_t d = 2; ok && d < in.rank; ++d) ok = out.dims[d - 1] == in.dims[d];
+  if (!ok)
+    return ops::Fail("channels_last: the output's dims must be the input's with dim 1 moved last");
+  return Status::Ok();
+}
+
 Status ValidateQuantize(const Model& m, const OpInfo& op) {
   const TensorInfo in = ops::InputTensor(m, op, 0), out = ops::OutputTensor(m, op, 0);
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::FLOAT32, 0));
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 0));
-  ESPNN_RETURN_IF_ERROR(ops::ExpectSameShape(in, "input", out, "output"));
   const auto p = op.Params<QUANTIZE_Params>();
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.channels_last, "channels_last", 0, 1));
+  ESPNN_RETURN_IF_ERROR(p.channels_last ? ExpectChannelsLastShape(in, out)
+                                        : ops::ExpectSameShape(in, "input", out, "output"));
   const float inv_scale = FloatFromBits(p.inv_scale_f32);
   if (!(inv_scale > 0.0f) || isinf(inv_scale))
     return ops::Fail("inv_scale_f32 must be a finite positive float");
@@ -60,6 +74,30 @@ inline int8_t QuantizeOne(float x, float inv_scale, int32_t zero_point) {
   return (int8_t)ops::Clamp((int32_t)RoundSmall(y) + zero_point, -128, 127);
 }
 
+// channels_last: the output [N, S, C] (S = the spatial dims' product) from
+// the input [N, C, S], written in order; the input is read with the stride S
+// between channels. kWordAligned: src is float-aligned, so word loads.
+template <bool kWordAligned>
+void QuantizeChannelsLast(const TensorInfo& in, const uint8_t* src, int8_t* dst, float inv_scale,
+                          int32_t zero_point) {
+  uint32_t spatial = 1;
+  for (uint32_t d = 2; d < in.rank; ++d) spatial *= in.dims[d];
+  const uint32_t channels = in.dims[1];
+  for (uint32_t b = 0; b < in.dims[0]; ++b, src += 4u * channels * spatial) {
+    for (uint32_t s = 0; s < spatial; ++s) {
+      for (uint32_t c = 0; c < channels; ++c) {
+        const uint8_t* at = src + 4u * (c * spatial + s);
+        float x;
+        if constexpr (kWordAligned)
+          x = *(const float*)(const void*)at;
+        else
+          memcpy(&x, at, 4);  // graph inputs may come from unaligned host memory
+        *dst++ = QuantizeOne(x, inv_scale, zero_point);
+      }
+    }
+  }
+}
+
 Status EvalQuantize(const OpInfo& op, const EvalContext& ctx) {
   const auto p = op.Params<QUANTIZE_Params>();
   const float inv_scale = FloatFromBits(p.inv_scale_f32);
@@ -67,6 +105,13 @@ Status EvalQuantize(const OpInfo& op, const EvalContext& ctx) {
   const uint8_t* src = ctx.in(op.inputs[0]);
   int8_t* dst = (int8_t*)ctx.out(op.outputs[0]);
   const uint32_t n = in.num_elements();
+  if (p.channels_last) {
+    if ((uintptr_t)src % alignof(float) == 0)
+      QuantizeChannelsLast<true>(in, src, dst, inv_scale, p.zero_point);
+    else
+      QuantizeChannelsLast<false>(in, src, dst, inv_scale, p.zero_point);
+    return Status::Ok();
+  }
   if ((uintptr_t)src % alignof(float) == 0) {
     // The usual case: word loads (the ESP32's cores have no unaligned ones,
     // so the copy below costs a byte-wise load per value).
