@@ -576,8 +576,8 @@ uint32_t OpcodeMaxInputs(Opcode op) {
 }
 
 uint32_t OpcodeNumParams(Opcode op) {
-  const OpDesc* d = FindOp((uint16_t)op);
-  return d ? d->num_params : 0;
+  // In the current format version, the one RunSingleOp writes.
+  return FindOp((uint16_t)op) ? NumParamsInVersion(op, kFormatVersion) : 0;
 }
 
 const char* DTypeName(DType dtype) {
