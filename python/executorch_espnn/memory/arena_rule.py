@@ -27,8 +27,9 @@ Fused regions (a BAND_LOOP op and the ``region_ops`` ops after it) run
 their ops interleaved, band by band: every arena tensor a region op reads or
 writes is live over the whole region (BAND_LOOP step to its last op), and no
 alias is formed inside it, except that an ``in_place`` region's output joins
-the class of its input (the first region op's input 0) when nothing on those
-bytes is live after the region.
+the class of its input (the first region op's input 0; the output may be the
+smaller, from the input's first byte) when nothing on those bytes is live
+after the region.
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ def liveness(g: ArenaGraph) -> Liveness:
             x, y = g.ops[step + 1].inputs[0], g.ops[e].outputs[0]
             if x is not None and x in parent and y in parent and not {x, y} & g.pinned:
                 r = find(x)
-                if g.nbytes[x] == g.nbytes[y] and class_last[r] <= e:
+                # y from x's first byte, no longer (parser.cpp InPlaceOver; the
+                # class keeps x's size while y lives: a bound, not the least).
+                if g.nbytes[y] <= g.nbytes[x] and class_last[r] <= e:
                     parent[find(y)] = r
                     class_last[r] = max(class_last[r], class_last[y])
             continue

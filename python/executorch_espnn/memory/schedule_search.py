@@ -195,11 +195,9 @@ class GraphCosts:
         return FusedRegion(first_op, num_ops, band_rows, in_place)
 
     def may_be_in_place(self, first_op, num_ops):
-        # The region's output takes exactly its input's bytes: same size.
-        ops = self.graph.ops
-        first_in = self.graph.arena_inputs(ops[first_op])
-        last_out = ops[first_op + num_ops - 1].outputs
-        return bool(first_in) and self.graph.nbytes[first_in[0]] == self.graph.nbytes[last_out[0]]
+        # Which outputs may take their input's bytes is the parser's rule
+        # (band_loop.cpp CheckInPlaceShape), asked like every region rule.
+        return not isinstance(self.graph.bands.describe(first_op, num_ops, True), str)
 
 
 def choose_schedule(graph: ArenaGraph, *, budget: int | None = None, mode: str = "auto",
