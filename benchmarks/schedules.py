@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "mobilenet_v2_96")
+MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "mobilenet_v2_96", "se_net")
 DEFAULT_MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0")
 
 

@@ -8,7 +8,9 @@ import pytest
 
 from espnn_dev import band_graphs as bg
 from executorch_espnn.memory import FusedRegion, RegionRefused, fuse, plan_arena, region_layout
+from executorch_espnn import _native
 from executorch_espnn.memory import fused_regions
+from executorch_espnn.memory.arena_rule import aligned, liveness
 
 
 def test_a_run_the_parser_refuses_raises_region_refused():
@@ -67,3 +69,18 @@ def test_the_geometry_computes_no_row_twice_on_random_chains():
         for rows in range(1, heights[-1] + 1):
             computed = region_layout(g, FusedRegion(0, n, rows)).computed_rows
             assert computed[-1] == heights[-1] and all(c <= h for c, h in zip(computed, heights)), (seed, rows)
+
+
+def test_a_narrower_in_place_output_joins_the_class_of_its_input():
+    # The squeeze-excite projection (24 -> 8 channels, 10 rows) in place: its
+    # output starts on the scaled map's first byte; the class keeps the map's
+    # size while the output lives (a bound the parser accepts).
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24)
+    g = w.arena_graph()
+    r = FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 2, in_place=True)
+    lv = liveness(fuse(g, [r])[0])
+    x, y = g.ops[r.first_op].inputs[0], g.ops[at["last"]].outputs[0]
+    assert g.nbytes[y] < g.nbytes[x] and lv.root[y] == lv.root[x]
+    assert lv.classes[lv.root[x]][2] == aligned(g.nbytes[x])
+    summary = _native.parse(w.to_bytes(plan_arena(g, [r])))
+    assert summary["tensors"][y]["offset"] == summary["tensors"][x]["offset"]

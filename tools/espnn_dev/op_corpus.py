@@ -263,7 +263,9 @@ def _per_channel_tables() -> bytes:
 def _fused_graphs() -> Iterator[tuple[str, bytes]]:
     """Fused regions (BAND_LOOP): an inverted residual block (stride 1 with
     its residual ADD, and stride 2), an in-place depthwise, and random chains
-    (stride 2, dilation, pads at the borders) at a few band heights."""
+    (stride 2, dilation, pads at the borders) at a few band heights; a
+    squeeze-excite block: expansion fused up to the scaled map, then the
+    channel scale, projection and residual in place over that map."""
     from . import band_graphs as bg
     from executorch_espnn.memory import FusedRegion
 
@@ -276,6 +278,9 @@ def _fused_graphs() -> Iterator[tuple[str, bytes]]:
         w, n = bg.random_chain(seed)
         for rows in (1, 3):
             yield f"fused_chain{seed}_rows{rows}", w.to_bytes(w.plan([FusedRegion(0, n, rows)]))
+    w, at = bg.squeeze_excite(seed=5)
+    scale = FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 2, in_place=True)
+    yield "fused_squeeze_excite", w.to_bytes(w.plan([FusedRegion(0, at["mean"], 2), scale]))
 
 
 def op_graphs() -> Iterator[tuple[str, bytes]]:
