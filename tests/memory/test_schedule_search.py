@@ -376,3 +376,14 @@ def test_auto_projects_a_squeeze_excite_map_in_place_onto_its_narrower_output():
     x = np.random.default_rng(0).integers(-128, 128, g.bands.shape(g.inputs[0]), dtype=np.int8)
     ref, out = _native.run(w.to_bytes(), [x]), _native.run(w.to_bytes(w.plan(s.regions)), [x])
     assert all(np.array_equal(a, b) for a, b in zip(ref, out))
+
+
+def test_narrower_in_place_outputs_never_make_the_schedule_worse():
+    # Here the projection in place (48 -> 8 channels) keeps the map's bytes
+    # while its output feeds the next expansion: the split's per-region
+    # costs do not see that (2,880 B planned); searched without it too, the
+    # search keeps the better schedule (2,016 B).
+    w, _ = bg.squeeze_excite(h=18, wd=2, c=4, expand=48, out=8, then_expand=32, seed=15)
+    g = w.arena_graph()
+    same_size_only = choose_schedule(None, costs=GraphCosts(g).without_narrower_in_place())
+    assert choose_schedule(g).peak <= same_size_only.peak == 2016

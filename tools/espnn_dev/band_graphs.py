@@ -235,12 +235,14 @@ def mean_hw(w, x, c: int):
 
 
 def squeeze_excite(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, seed: int = 0,
-                   stride: int = 1) -> tuple[Xts3Writer, dict[str, int]]:
+                   stride: int = 1, out: int | None = None, then_expand: int = 0) -> tuple[Xts3Writer, dict[str, int]]:
     """An inverted residual with squeeze-and-excitation (MobileNetV3's bneck):
     expand 1x1, HARD_SWISH, depthwise 3x3 (stride), HARD_SWISH -> x; s =
-    LUT(conv 1x1(conv 1x1(MEAN_HW(x)))); MUL(x, s), project 1x1 (+ residual
-    ADD when stride 1). Returns (writer, op index by role: "mean", "mul",
-    "last")."""
+    LUT(conv 1x1(conv 1x1(MEAN_HW(x)))); MUL(x, s), project 1x1 to ``out``
+    channels (default c; + residual ADD when that keeps the input's shape);
+    with ``then_expand``, the next block's expand 1x1 to that many channels
+    and depthwise 3x3. Returns (writer, op index by role: "mean", "mul",
+    "last" = the block's last op)."""
     rng = np.random.default_rng(seed)
     w = Xts3Writer()
     x0 = w.tensor([1, h, wd, c], scale=S, zero_point=Z)
@@ -253,10 +255,13 @@ def squeeze_excite(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, seed:
     u, su = conv(w, rng, q, sq, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=expand)
     scale = lut(w, rng, u, su)
     xs = mul(w, x, scale, s2)
-    p, s3 = conv(w, rng, xs, s2, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=c)
+    p, s3 = conv(w, rng, xs, s2, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=out or c)
     if s3 == (1, h, wd, c):
         p = add(w, p, x0, s3)
+    last = len(w._ops) - 1
+    if then_expand:
+        p, s4 = conv(w, rng, p, s3, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=then_expand)
+        p, _ = conv(w, rng, p, s4, depthwise=True, k=3, stride=1, dil=1, pad=1)
     w.set_inputs([x0])
     w.set_outputs([p])
-    n = len(w._ops)
-    return w, {"mean": 4, "mul": 8, "last": n - 1}
+    return w, {"mean": 4, "mul": 8, "last": last}
