@@ -73,14 +73,22 @@ def test_the_geometry_computes_no_row_twice_on_random_chains():
 
 def test_a_narrower_in_place_output_joins_the_class_of_its_input():
     # The squeeze-excite projection (24 -> 8 channels, 10 rows) in place: its
-    # output starts on the scaled map's first byte; the class keeps the map's
-    # size while the output lives (a bound the parser accepts).
-    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24)
+    # output starts on the scaled map's first byte, and once the map is dead
+    # the class holds only the output's bytes: the next block's expansion
+    # and depthwise use the rest (the parser accepts the plan).
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24, out=4, then_expand=16)
     g = w.arena_graph()
     r = FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 2, in_place=True)
-    lv = liveness(fuse(g, [r])[0])
+    fused = fuse(g, [r])[0]
+    lv = liveness(fused)
     x, y = g.ops[r.first_op].inputs[0], g.ops[at["last"]].outputs[0]
     assert g.nbytes[y] < g.nbytes[x] and lv.root[y] == lv.root[x]
-    assert lv.classes[lv.root[x]][2] == aligned(g.nbytes[x])
-    summary = _native.parse(w.to_bytes(plan_arena(g, [r])))
+    end = at["last"] + 1  # the region's last step in the fused graph (its BAND_LOOP is one step)
+    assert lv.segments[lv.root[x]] == ((lv.classes[lv.root[x]][0], end, aligned(g.nbytes[x])),
+                                       (end + 1, lv.last[y], aligned(g.nbytes[y])))
+    plan = plan_arena(g, [r])
+    assert plan.arena_size == lv.lower_bound()
+    summary = _native.parse(w.to_bytes(plan))
     assert summary["tensors"][y]["offset"] == summary["tensors"][x]["offset"]
+    e = g.ops[at["last"] + 1].outputs[0]  # the next expansion: beside the output, over the dead map's tail
+    assert summary["tensors"][e]["offset"] < summary["tensors"][x]["offset"] + g.nbytes[x]

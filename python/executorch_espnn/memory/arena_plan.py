@@ -2,7 +2,10 @@
 
 Tensors that are live at the same step never share bytes, except the alias
 classes of the arena rule (memory.arena_rule), each planned as one block
-over the union of its members' lifetimes. Liveness.lower_bound(), the most
+over the union of its members' lifetimes (a block that shrinks where an
+in-place region's narrower output outlives its input: Liveness.segments;
+the search for a plan at the bound, pack_at, takes each block at its
+largest). Liveness.lower_bound(), the most
 bytes live at one step, is what a plan is measured against: none is smaller.
 
 Two stages. Greedy first-fit, tried in a few orders (largest first, then by
@@ -62,14 +65,18 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
         offsets: dict[int, int] = {}
         placed = list(pinned)  # (offset, end, first, last)
         for r in order:
-            lo, hi, size = blocks[r]
-            offset = 0
-            for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
-                if offset + size <= o:
-                    break
-                offset = max(offset, aligned(e))
-            offsets[r] = offset
-            placed.append((offset, offset + size, lo, hi))
+            segments = lv.segments[r]
+            if len(segments) > 1:
+                offsets[r] = _lowest_fit(segments, placed)
+            else:
+                lo, hi, size = blocks[r]
+                offset = 0
+                for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
+                    if offset + size <= o:
+                        break
+                    offset = max(offset, aligned(e))
+                offsets[r] = offset
+            placed += [(offsets[r], offsets[r] + size, lo, hi) for lo, hi, size in segments]
         return offsets, max((p[1] for p in placed), default=0)
 
     orders = [
@@ -93,6 +100,17 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
             offsets[t] = 0
     end = max((offsets[t] + g.nbytes[t] for t in offsets), default=0)
     return ArenaPlan(offsets, aligned(end))
+
+
+def _lowest_fit(segments, placed) -> int:
+    """The lowest offset, 0 or the end of a placed span, at which every
+    (first, last, bytes) segment of a class is clear of the ``placed``
+    (offset, end, first, last) spans live at its steps."""
+    near = [(o, e, size) for lo, hi, size in segments for o, e, f, l in placed if not (l < lo or hi < f)]
+    for c in sorted({0} | {aligned(e) for _, e, _ in near}):
+        if all(c + size <= o or e <= c for o, e, size in near):
+            return c
+    raise AssertionError("unreachable: the highest end clears every span")
 
 
 # pack_at gives up after this many partial plans per block to place: the

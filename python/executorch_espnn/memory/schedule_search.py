@@ -177,11 +177,11 @@ class GraphCosts:
 
     def step_bytes(self) -> list[int]:
         lv = liveness(self.graph)
-        return [lv.class_bytes(lv.live_at(s)) for s in range(len(self.graph.ops))]
+        return [lv.class_bytes(lv.live_at(s), s) for s in range(len(self.graph.ops))]
 
     def input_bytes(self) -> int:
         lv = liveness(self.graph)
-        return lv.class_bytes(lv.live_at(-1))
+        return lv.class_bytes(lv.live_at(-1), -1)
 
     def region_peak(self, region) -> int:
         """Bytes live at the busiest step of ``region`` (its BAND_LOOP to its
@@ -189,7 +189,7 @@ class GraphCosts:
         fused, _ = fuse(self.graph, (region,))
         lv = liveness(fused)
         steps = range(region.first_op, region.first_op + region.num_ops + 1)
-        return max(lv.class_bytes(lv.live_at(s)) for s in steps)
+        return max(lv.class_bytes(lv.live_at(s), s) for s in steps)
 
     def layer_bound(self):
         return liveness(self.graph).lower_bound()
