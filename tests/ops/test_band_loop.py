@@ -373,3 +373,18 @@ def test_parser_rejects_a_narrower_in_place_output_off_the_input_start():
     assert s["tensors"][y]["nbytes"] < s["tensors"][xt]["nbytes"]
     expect_rejected(_tensor_field(blob, y, "offset", "I", s["tensors"][xt]["offset"] + 16), "IN_PLACE: the output",
                     "must sit on the region input")
+
+
+def test_channel_scale_with_the_vector_first_runs_on_bands_but_is_not_the_in_place_input():
+    # torchvision writes scale * input: MUL(s, x). It runs on bands (x is
+    # its row input); an in-place region's input is its first op's input 0,
+    # here s, so such a region starts at the projection instead.
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24, scale_first=True)
+    g = w.arena_graph()
+    x = _input(w, 9)
+    ref = _run(w.to_bytes(), x)
+    first, num = at["mul"], at["last"] - at["mul"] + 1
+    assert "must be input 0 of op" in g.bands.describe(first, num, True)
+    for r in (FusedRegion(first, num, 3), FusedRegion(first + 1, num - 1, 3, True)):
+        assert all(np.array_equal(a, b) for a, b in zip(_run(w.to_bytes(w.plan([r])), x), ref)), r
+        assert _computes_every_row_once(g, r)

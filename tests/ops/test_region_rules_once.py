@@ -95,9 +95,10 @@ def test_describe_region_gives_the_description_the_runtime_keeps():
 
 def test_planner_and_parser_agree_on_squeeze_excite_regions():
     # MEAN_HW stays global, the channel scale (MUL by a vector written before
-    # the region) runs on bands: every candidate run both ways.
-    for stride in (1, 2):
-        w, at = bg.squeeze_excite(stride=stride, seed=stride)
+    # the region, either operand order) runs on bands: every candidate run
+    # both ways.
+    for stride, scale_first in ((1, False), (2, False), (1, True)):
+        w, at = bg.squeeze_excite(stride=stride, seed=stride, scale_first=scale_first)
         g = w.arena_graph()
         n = len(g.ops)
         accepted = set()

@@ -235,11 +235,13 @@ def mean_hw(w, x, c: int):
 
 
 def squeeze_excite(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, seed: int = 0,
-                   stride: int = 1, out: int | None = None, then_expand: int = 0) -> tuple[Xts3Writer, dict[str, int]]:
+                   stride: int = 1, out: int | None = None, then_expand: int = 0,
+                   scale_first: bool = False) -> tuple[Xts3Writer, dict[str, int]]:
     """An inverted residual with squeeze-and-excitation (MobileNetV3's bneck):
     expand 1x1, HARD_SWISH, depthwise 3x3 (stride), HARD_SWISH -> x; s =
     LUT(conv 1x1(conv 1x1(MEAN_HW(x)))); MUL(x, s), project 1x1 to ``out``
     channels (default c; + residual ADD when that keeps the input's shape);
+    ``scale_first``: MUL(s, x), as torchvision's SqueezeExcitation writes it;
     with ``then_expand``, the next block's expand 1x1 to that many channels
     and depthwise 3x3. Returns (writer, op index by role: "mean", "mul",
     "last" = the block's last op)."""
@@ -254,7 +256,7 @@ def squeeze_excite(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, seed:
     q, sq = conv(w, rng, m, (1, 1, 1, expand), depthwise=False, k=1, stride=1, dil=1, pad=0, cout=max(expand // 4, 1))
     u, su = conv(w, rng, q, sq, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=expand)
     scale = lut(w, rng, u, su)
-    xs = mul(w, x, scale, s2)
+    xs = mul(w, scale, x, s2) if scale_first else mul(w, x, scale, s2)
     p, s3 = conv(w, rng, xs, s2, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=out or c)
     if s3 == (1, h, wd, c):
         p = add(w, p, x0, s3)

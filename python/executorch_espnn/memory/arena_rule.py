@@ -29,7 +29,8 @@ writes is live over the whole region (BAND_LOOP step to its last op), and no
 alias is formed inside it, except that an ``in_place`` region's output joins
 the class of its input (the first region op's input 0; the output may be the
 smaller, from the input's first byte) when nothing on those bytes is live
-after the region.
+after the region. Such a class occupies, at each step, the bytes of its
+largest member live then (Liveness.segments).
 """
 
 from __future__ import annotations

@@ -73,18 +73,20 @@ bool ConvWindow(int32_t stride, int32_t pad, int32_t dilation, uint32_t k, RowWi
   return true;
 }
 
-// The squeeze-excite scale x * s: input 0 the map [1,H,W,C], input 1 the
-// channel vector s ([1,1,1,C] or [C]), read whole by every band like a
+// The squeeze-excite scale x * s (or s * x): the map x [1,H,W,C] and the
+// channel vector s ([1,1,1,C] or [C]), which every band reads whole like a
 // filter (CheckWholeInputs). Row r of the output is row r of x times s, so
-// the op is elementwise on rows of x. Only with the map first: an IN_PLACE
-// region's input is its first op's input 0 (parser.cpp, the arena rule).
-bool IsChannelScale(const Model& m, const OpInfo& op) {
-  const TensorInfo x = m.tensor(op.inputs[0]), s = m.tensor(op.inputs[1]);
+// the op is elementwise on rows of x. The input slot of the map, or -1.
+int32_t ChannelScaleMap(const Model& m, const OpInfo& op) {
   const TensorInfo y = m.tensor(op.outputs[0]);
-  const uint32_t c = IsImage(x) ? x.dims[3] : 0;
-  const bool vector = (s.rank == 4 && s.dims[0] == 1 && s.dims[1] == 1 && s.dims[2] == 1 && s.dims[3] == c) ||
-                      (s.rank == 1 && s.dims[0] == c);
-  return c > 0 && vector && x.same_shape(y);
+  for (uint32_t k = 0; k < 2; ++k) {
+    const TensorInfo x = m.tensor(op.inputs[k]), s = m.tensor(op.inputs[1 - k]);
+    const uint32_t c = IsImage(x) ? x.dims[3] : 0;
+    const bool vector = (s.rank == 4 && s.dims[0] == 1 && s.dims[1] == 1 && s.dims[2] == 1 && s.dims[3] == c) ||
+                        (s.rank == 1 && s.dims[0] == c);
+    if (c > 0 && vector && x.same_shape(y)) return (int32_t)k;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -124,8 +126,11 @@ bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
       out->window[1] = kElementwise;
       return true;
     }
-    case Opcode::MUL:
-      return IsChannelScale(m, op);
+    case Opcode::MUL: {
+      const int32_t map = ChannelScaleMap(m, op);
+      out->slot[0] = map < 0 ? 0u : (uint32_t)map;
+      return map >= 0;
+    }
     case Opcode::LUT:
     case Opcode::HARD_SWISH:
     case Opcode::REQUANTIZE:
@@ -302,6 +307,11 @@ bool FitsInPlace(const TensorInfo& x, const TensorInfo& y) {
 }
 
 Status CheckInPlaceShape(const Model& m, const Region& r) {
+  // The arena check (parser.cpp) and the planner take input 0 of the first
+  // op as the bytes the output replaces: so must the band loop.
+  if (m.op(r.first_op).inputs[0] != r.tensors[r.desc.in_place_input])
+    return ops::Fail("IN_PLACE: the region input (tensor %u) must be input 0 of op %u",
+                     (unsigned)r.tensors[r.desc.in_place_input], (unsigned)r.first_op);
   const TensorInfo x = m.tensor(r.tensors[r.desc.in_place_input]);
   const TensorInfo y = m.tensor(r.tensors[OutputTensor(r.desc)]);
   if (!FitsInPlace(x, y))
