@@ -313,6 +313,9 @@ class _Chains:
                     lo = mid
                 else:
                     hi = mid - 1
+            if ip:  # except an in-place region's staging rows, which depend on where bands end
+                lo = next(k for k in range(len(hs) - 1, lo - 1, -1)
+                          if k == lo or ((p := self.region_peak(first, num, hs[k], ip)) is not None and p <= target))
             r = self.costs.region(first, num, hs[lo], ip)
             return _extra_calls(self.costs, r), r
         return None
