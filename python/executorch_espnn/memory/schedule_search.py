@@ -385,12 +385,13 @@ def _spans(chains) -> list[tuple[int, int]]:
 
 
 def _variants(costs: BandCosts) -> list:
-    """The costs to search with. An in-place output narrower than its input
-    keeps the input's bytes as long as it lives (arena_rule: an alias class
-    has one size), after the region's own steps too, which the per-region
-    costs of the split do not see: so GraphCosts is searched with such
-    regions and without, and the planner's real arena judges the schedules
-    of both (no schedule is worse than the search without them finds)."""
+    """The costs to search with. A class that shrinks to a narrower in-place
+    output (Liveness.segments) is harder to pack: the planner can place such
+    schedules well above their bound (EfficientNet-B0: 639,744 B for
+    566,272 B) where the schedules without them pack at theirs. So GraphCosts
+    is searched with such regions and without, and the planner's real arena
+    judges the schedules of both: none is worse than the search without them
+    finds."""
     if isinstance(costs, GraphCosts) and costs.narrower_in_place:
         return [costs, costs.without_narrower_in_place()]
     return [costs]
