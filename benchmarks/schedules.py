@@ -33,7 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "mobilenet_v2_96", "unet",
-          "lraspp_mobilenet_v3_large")
+          "lraspp_mobilenet_v3_large", "se_net")
 DEFAULT_MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0")
 
 

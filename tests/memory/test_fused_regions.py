@@ -8,7 +8,9 @@ import pytest
 
 from espnn_dev import band_graphs as bg
 from executorch_espnn.memory import FusedRegion, RegionRefused, fuse, plan_arena, region_layout
+from executorch_espnn import _native
 from executorch_espnn.memory import fused_regions
+from executorch_espnn.memory.arena_rule import aligned, liveness
 
 
 def test_a_run_the_parser_refuses_raises_region_refused():
@@ -81,3 +83,26 @@ def test_band_plans_take_windows_of_rational_stride():
     for bad in ((0, 1, 0, 1, 0), (0, 1, -1, 1), (0, 1, 0, 1, 2, 7)):
         with pytest.raises(ValueError, match="bad window"):
             fused_regions._native.plan_band_region([(1, [bad])], [5, 10], 3)
+
+
+def test_a_narrower_in_place_output_joins_the_class_of_its_input():
+    # The squeeze-excite projection (24 -> 8 channels, 10 rows) in place: its
+    # output starts on the scaled map's first byte, and once the map is dead
+    # the class holds only the output's bytes: the next block's expansion
+    # and depthwise use the rest (the parser accepts the plan).
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24, out=4, then_expand=16)
+    g = w.arena_graph()
+    r = FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 2, in_place=True)
+    fused = fuse(g, [r])[0]
+    lv = liveness(fused)
+    x, y = g.ops[r.first_op].inputs[0], g.ops[at["last"]].outputs[0]
+    assert g.nbytes[y] < g.nbytes[x] and lv.root[y] == lv.root[x]
+    end = at["last"] + 1  # the region's last step in the fused graph (its BAND_LOOP is one step)
+    assert lv.segments[lv.root[x]] == ((lv.classes[lv.root[x]][0], end, aligned(g.nbytes[x])),
+                                       (end + 1, lv.last[y], aligned(g.nbytes[y])))
+    plan = plan_arena(g, [r])
+    assert plan.arena_size == lv.lower_bound()
+    summary = _native.parse(w.to_bytes(plan))
+    assert summary["tensors"][y]["offset"] == summary["tensors"][x]["offset"]
+    e = g.ops[at["last"] + 1].outputs[0]  # the next expansion: beside the output, over the dead map's tail
+    assert summary["tensors"][e]["offset"] < summary["tensors"][x]["offset"] + g.nbytes[x]

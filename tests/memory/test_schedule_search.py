@@ -353,3 +353,44 @@ def test_graph_costs_raise_region_refused_each_time_it_is_asked():
         with pytest.raises(RegionRefused):
             costs.peak(refused)
     assert costs.peak((FusedRegion(0, n, 2),)) < costs.peak(())
+
+
+def test_auto_projects_a_squeeze_excite_map_in_place_onto_its_narrower_output():
+    # The scaled map (32 channels) is read whole by MEAN_HW and MUL; its 1x1
+    # projection (16 channels) may take its bytes row by row (the parser's
+    # rule, asked for in-place candidates), which lowers the peak.
+    import numpy as np
+
+    from executorch_espnn import _native
+    from executorch_espnn.memory.arena_rule import liveness
+
+    w, _ = bg.squeeze_excite(h=24, wd=4, c=16, expand=32)
+    g = w.arena_graph()
+    s = choose_schedule(g)
+
+    def narrower(r):
+        x, y = g.ops[r.first_op].inputs[0], g.ops[r.first_op + r.num_ops - 1].outputs[0]
+        return r.in_place and g.nbytes[y] < g.nbytes[x]
+
+    assert any(narrower(r) for r in s.regions) and s.peak < liveness(g).lower_bound()
+    x = np.random.default_rng(0).integers(-128, 128, g.bands.shape(g.inputs[0]), dtype=np.int8)
+    ref, out = _native.run(w.to_bytes(), [x]), _native.run(w.to_bytes(w.plan(s.regions)), [x])
+    assert all(np.array_equal(a, b) for a, b in zip(ref, out))
+
+
+def test_schedules_with_narrower_in_place_outputs_compete_with_those_without(monkeypatch):
+    # Where the planner packs the schedules with a shrinking alias class above
+    # their bound (EfficientNet-B0: 639,744 B for a bound of 566,272 B), the
+    # schedule searched without narrower in-place regions is kept.
+    w, _ = bg.squeeze_excite(h=24, wd=4, c=16, expand=32)
+    g = w.arena_graph()
+
+    def narrower(r):
+        return r.in_place and g.nbytes[g.ops[r.first_op].inputs[0]] != g.nbytes[g.ops[r.first_op + r.num_ops - 1].outputs[0]]
+
+    same_size_only = choose_schedule(None, costs=GraphCosts(g).without_narrower_in_place())
+    real = GraphCosts.peak
+    monkeypatch.setattr(GraphCosts, "peak", lambda self, regions: real(self, regions) + (
+        10_000 if any(narrower(r) for r in regions) else 0))
+    s = choose_schedule(g)
+    assert s.peak == same_size_only.peak < s.layer_peak and not any(narrower(r) for r in s.regions)

@@ -15,6 +15,7 @@ from espnn_dev import band_graphs as bg
 from espnn_dev import xts3_mutations as xm
 from executorch_espnn import _native
 from executorch_espnn.memory import FusedRegion, RegionRefused, fusable_chains, is_fusable, plan_arena, region_layout
+from executorch_espnn.memory.fused_regions import refusal
 from executorch_espnn.xts3_writer import Xts3Writer
 from espnn_dev.graph_util import expect_rejected
 
@@ -419,3 +420,85 @@ def test_writer_from_blob_rewrites_a_payload_that_computes_the_same():
         assert [o["op"] for o in a["ops"]] == [o["op"] for o in b["ops"]], name
         assert b["arena_bytes"] <= a["arena_bytes"], name
         assert _same_outputs(blob, again), name
+
+
+# ------------------------------------------------------------------ squeeze-excite
+def test_squeeze_excite_scale_projection_and_residual_fuse_in_place_exactly():
+    # MUL(x, s) by the channel vector s, project 1x1, residual ADD: a region
+    # whose output (C channels) takes the bytes of x (C_exp channels) from
+    # their start, in every band height, bit-identical, each row once.
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24)
+    g = w.arena_graph()
+    x = _input(w, 5)
+    base = w.to_bytes()
+    ref = _run(base, x)
+    first, num = at["mul"], at["last"] - at["mul"] + 1
+    for rows in range(1, 11):
+        for in_place in (False, True):
+            r = FusedRegion(first, num, rows, in_place)
+            plan = w.plan([r])
+            blob = w.to_bytes(plan)
+            assert _native.parse(blob)["arena_bytes"] == plan.arena_size
+            assert all(np.array_equal(a, b) for a, b in zip(_run(blob, x), ref)), (rows, in_place)
+            assert _computes_every_row_once(g, r)
+
+
+def test_squeeze_excite_block_fused_around_its_mean_is_exact_and_smaller():
+    # expand -> depthwise (x, read whole by MEAN_HW and MUL), then the scale
+    # region in place: two regions around the squeeze.
+    w, at = bg.squeeze_excite(h=24, wd=4, c=16, expand=32, seed=2)
+    x = _input(w, 7)
+    ref = _run(w.to_bytes(), x)
+    expand = FusedRegion(0, at["mean"], 1)
+    regions = [expand, FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 1, True)]
+    plan = w.plan(regions)
+    # x (C_exp) + the block input + the projection: the peak once the
+    # expansion is banded, unless the projection writes over x
+    assert plan.arena_size < w.plan([expand]).arena_size < _native.parse(w.to_bytes())["arena_bytes"]
+    assert all(np.array_equal(a, b) for a, b in zip(_run(w.to_bytes(plan), x), ref))
+
+
+def test_in_place_output_may_be_narrower_but_not_wider_nor_of_other_rows():
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24)
+    g = w.arena_graph()
+    assert not isinstance(g.bands.describe(at["mul"], 2, True), str)  # 24 -> 8 channels, 10 rows
+    assert "IN_PLACE: the output" in g.bands.describe(0, 1, True)  # expand: 8 -> 24 channels
+    w2, at2 = bg.squeeze_excite(h=10, wd=6, c=8, expand=24, stride=2)
+    assert not isinstance(w2.arena_graph().bands.describe(at2["mul"], 2, True), str)  # rows 5 -> 5
+    assert "IN_PLACE: the output" in w2.arena_graph().bands.describe(0, 4, True)  # rows 10 -> 5
+
+
+def test_channel_vector_is_read_whole_so_written_before_the_region():
+    w, at = bg.squeeze_excite()
+    g = w.arena_graph()
+    lut_op = at["mul"] - 1  # s = LUT(...) inside the region: no band holds all of it
+    assert refusal(g, lut_op, 2) == (f"op {at['mul']} input 1 (tensor {g.ops[lut_op].outputs[0]}) is read whole "
+                                     "by every band, so it must be written before the region")
+    assert "MEAN_HW" in refusal(g, at["mean"] - 1, 2)  # the mean itself stays global
+
+
+def test_parser_rejects_a_narrower_in_place_output_off_the_input_start():
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24)
+    blob = w.to_bytes(w.plan([FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 1, True)]))
+    s = _summary(blob)
+    loop = next(i for i, o in enumerate(s["ops"]) if o["op"] == "BAND_LOOP")
+    xt, y = s["ops"][loop + 1]["inputs"][0], s["ops"][loop + 3]["outputs"][0]
+    assert s["tensors"][y]["offset"] == s["tensors"][xt]["offset"]
+    assert s["tensors"][y]["nbytes"] < s["tensors"][xt]["nbytes"]
+    expect_rejected(_tensor_field(blob, y, "offset", "I", s["tensors"][xt]["offset"] + 16), "IN_PLACE: the output",
+                    "must sit on the region input")
+
+
+def test_channel_scale_with_the_vector_first_runs_on_bands_but_is_not_the_in_place_input():
+    # torchvision writes scale * input: MUL(s, x). It runs on bands (x is
+    # its row input); an in-place region's input is its first op's input 0,
+    # here s, so such a region starts at the projection instead.
+    w, at = bg.squeeze_excite(h=10, wd=6, c=8, expand=24, scale_first=True)
+    g = w.arena_graph()
+    x = _input(w, 9)
+    ref = _run(w.to_bytes(), x)
+    first, num = at["mul"], at["last"] - at["mul"] + 1
+    assert "must be input 0 of op" in g.bands.describe(first, num, True)
+    for r in (FusedRegion(first, num, 3), FusedRegion(first + 1, num - 1, 3, True)):
+        assert all(np.array_equal(a, b) for a, b in zip(_run(w.to_bytes(w.plan([r])), x), ref)), r
+        assert _computes_every_row_once(g, r)

@@ -106,3 +106,25 @@ def test_describe_region_gives_the_description_the_runtime_keeps():
     blob = w.to_bytes(w.plan([FusedRegion(0, n, 2)]))
     assert _native.Program(blob).persistent_bytes == d["persistent_bytes"]
     assert _native.Program(w.to_bytes()).persistent_bytes == 0
+
+
+def test_planner_and_parser_agree_on_squeeze_excite_regions():
+    # MEAN_HW stays global, the channel scale (MUL by a vector written before
+    # the region, either operand order) runs on bands: every candidate run
+    # both ways.
+    for stride, scale_first in ((1, False), (2, False), (1, True)):
+        w, at = bg.squeeze_excite(stride=stride, seed=stride, scale_first=scale_first)
+        g = w.arena_graph()
+        n = len(g.ops)
+        accepted = set()
+        for first in range(n):
+            for num in range(1, n - first + 1):
+                planner = refusal(g, first, num)
+                parser = _parser_verdict(_blob_with_loop(w, first, num, 1))
+                assert (planner is None) == (parser is None), (stride, first, num, planner, parser)
+                if planner is None:
+                    accepted.add((first, num))
+                else:
+                    assert _shape_of(planner) in _shape_of(parser), (first, num, planner, parser)
+        assert (at["mul"], at["last"] - at["mul"] + 1) in accepted
+        assert not any(f <= at["mean"] < f + k for f, k in accepted)

@@ -32,6 +32,11 @@ executorch_espnn.analysis and the report's payload summary:
   levels (TRANSPOSE_CONV2D, CONCAT with the skip connection, convs) in
   regions, bit-identical.
 
+* SENet-64 (models.se_net: three squeeze-excite bnecks): fused <= 102,912
+  B (measured), below the 122,880 B the search reached before squeeze-excite
+  regions (the scaled map, the projection and the residual side by side;
+  now the projection writes over the map), bit-identical.
+
 These are static figures (bytes and MAC counts) and host executions of the
 device C++, not device measurements. MobileNetV2 and V3 take most of this
 file's time (export + quantize + two lowerings each).
@@ -50,7 +55,8 @@ from executorch_espnn import (EspNNCompileSpecBuilder, _native, delegate_payload
                               to_espnn_edge)
 from executorch_espnn.analysis import payload_metrics  # noqa: E402
 from executorch_espnn.memory import ArenaGraph, BandGraph, plan_arena  # noqa: E402
-from executorch_espnn.memory.schedule_search import BAND_HEIGHTS, fused_floor, payload_regions  # noqa: E402
+from executorch_espnn.memory.schedule_search import (BAND_HEIGHTS, fused_floor, payload_regions,  # noqa: E402
+                                                     payload_schedule)
 from executorch_espnn.partition.report import payload_summary  # noqa: E402
 from executorch_espnn.serialization import Xts3Serializer  # noqa: E402
 
@@ -198,5 +204,21 @@ def test_unet_fused_below_its_layer_by_layer_bound():
     graph, regions = payload_regions(BandGraph(blobs["auto"]))
     fused_ops = {graph.ops[i].name for r in regions for i in range(r.first_op, r.first_op + r.num_ops)}
     assert {"TRANSPOSE_CONV2D", "CONCAT"} <= fused_ops
+
+
+# Before the channel scale ran on bands and in-place outputs could be
+# narrower (main at 815938a): the map read whole by MEAN_HW and MUL, the
+# projection and the residual input side by side.
+SE_NET_FUSED_BEFORE = 122_880
+
+
+def test_se_net_fused_below_its_figure_before_squeeze_excite_regions():
+    blobs = lowered(*models.se_net())
+    s = payload_summary(blobs["auto"])
+    outside, runs = fused_floor(ArenaGraph.from_blob(blobs["layer"]))
+    print(f"SENet-64 fused: arena {s.arena_bytes} B (layer-by-layer bound {s.arena_layer_bound} B), {s.schedule}; "
+          f"floor outside the runs {outside} B, runs {runs} B")
+    assert s.arena_bytes <= 102_912 < SE_NET_FUSED_BEFORE < s.arena_layer_bound
+    assert any(r["in_place"] for r in payload_schedule(blobs["auto"])["fused_regions"])
     assert_fewest_bands(blobs["auto"], s.arena_bytes)
     assert_bit_identical(blobs["layer"], blobs["auto"])

@@ -160,7 +160,8 @@ def inverted_residual(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, se
 
 
 def mul(w, a, b, shape):
-    """MUL, an op that cannot run on bands (a region over it is refused)."""
+    """MUL (of two maps of one shape: it cannot run on bands, a region over
+    it is refused; of a map by a channel vector: the squeeze-excite scale)."""
     y = w.tensor(list(shape), scale=S, zero_point=Z)
     w.op("MUL", [a, b], [y], input1_offset=-Z, input2_offset=-Z, output_offset=Z, output_mult=1 << 30,
          output_shift=-5, act_min=-128, act_max=127)
@@ -332,3 +333,45 @@ def unet_decoder(h: int = 6, wd: int = 5, c: int = 4, seed: int = 0) -> tuple[Xt
     w.set_inputs([x])
     w.set_outputs([out])
     return w, 3, 3
+
+
+def mean_hw(w, x, c: int):
+    """MEAN_HW of x to [1,1,1,c]."""
+    y = w.tensor([1, 1, 1, c], scale=S, zero_point=Z)
+    w.op("MEAN_HW", [x], [y], input_zero_point=Z, output_zero_point=Z, mult=1_500_000_000, shift=-5)
+    return y
+
+
+def squeeze_excite(h: int = 10, wd: int = 6, c: int = 8, expand: int = 24, seed: int = 0,
+                   stride: int = 1, out: int | None = None, then_expand: int = 0,
+                   scale_first: bool = False) -> tuple[Xts3Writer, dict[str, int]]:
+    """An inverted residual with squeeze-and-excitation (MobileNetV3's bneck):
+    expand 1x1, HARD_SWISH, depthwise 3x3 (stride), HARD_SWISH -> x; s =
+    LUT(conv 1x1(conv 1x1(MEAN_HW(x)))); MUL(x, s), project 1x1 to ``out``
+    channels (default c; + residual ADD when that keeps the input's shape);
+    ``scale_first``: MUL(s, x), as torchvision's SqueezeExcitation writes it;
+    with ``then_expand``, the next block's expand 1x1 to that many channels
+    and depthwise 3x3. Returns (writer, op index by role: "mean", "mul",
+    "last" = the block's last op)."""
+    rng = np.random.default_rng(seed)
+    w = Xts3Writer()
+    x0 = w.tensor([1, h, wd, c], scale=S, zero_point=Z)
+    e, s1 = conv(w, rng, x0, (1, h, wd, c), depthwise=False, k=1, stride=1, dil=1, pad=0, cout=expand)
+    e = elementwise(w, rng, e, s1, "HARD_SWISH")
+    d, s2 = conv(w, rng, e, s1, depthwise=True, k=3, stride=stride, dil=1, pad=1)
+    x = elementwise(w, rng, d, s2, "HARD_SWISH")
+    m = mean_hw(w, x, expand)
+    q, sq = conv(w, rng, m, (1, 1, 1, expand), depthwise=False, k=1, stride=1, dil=1, pad=0, cout=max(expand // 4, 1))
+    u, su = conv(w, rng, q, sq, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=expand)
+    scale = lut(w, rng, u, su)
+    xs = mul(w, scale, x, s2) if scale_first else mul(w, x, scale, s2)
+    p, s3 = conv(w, rng, xs, s2, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=out or c)
+    if s3 == (1, h, wd, c):
+        p = add(w, p, x0, s3)
+    last = len(w._ops) - 1
+    if then_expand:
+        p, s4 = conv(w, rng, p, s3, depthwise=False, k=1, stride=1, dil=1, pad=0, cout=then_expand)
+        p, _ = conv(w, rng, p, s4, depthwise=True, k=3, stride=1, dil=1, pad=1)
+    w.set_inputs([x0])
+    w.set_outputs([p])
+    return w, {"mean": 4, "mul": 8, "last": last}

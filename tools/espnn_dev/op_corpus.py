@@ -285,9 +285,11 @@ def _per_channel_tables() -> bytes:
 def _fused_graphs() -> Iterator[tuple[str, bytes]]:
     """Fused regions (BAND_LOOP): an inverted residual block (stride 1 with
     its residual ADD, and stride 2), an in-place depthwise, random chains
-    (stride 2, dilation, pads at the borders) at a few band heights, and
-    upsampling chains (resizes, transposed convs, CONCATs) and a U-Net
-    decoder level."""
+    (stride 2, dilation, pads at the borders) at a few band heights,
+    upsampling chains (resizes, transposed convs, CONCATs), a U-Net
+    decoder level, and a squeeze-excite block: expansion fused up to the
+    scaled map, then the channel scale, projection and residual in place
+    over that map."""
     from . import band_graphs as bg
     from executorch_espnn.memory import FusedRegion
 
@@ -305,6 +307,9 @@ def _fused_graphs() -> Iterator[tuple[str, bytes]]:
         yield f"fused_upsampling{seed}_rows2", w.to_bytes(w.plan([FusedRegion(0, n, 2)]))
     w, first, n = bg.unet_decoder()
     yield "fused_unet_decoder", w.to_bytes(w.plan([FusedRegion(first, n, 1)]))
+    w, at = bg.squeeze_excite(seed=5)
+    scale = FusedRegion(at["mul"], at["last"] - at["mul"] + 1, 2, in_place=True)
+    yield "fused_squeeze_excite", w.to_bytes(w.plan([FusedRegion(0, at["mean"], 2), scale]))
 
 
 def op_graphs() -> Iterator[tuple[str, bytes]]:

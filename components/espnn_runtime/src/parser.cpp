@@ -417,12 +417,17 @@ Status OverlapError(const OpInfo& op, uint32_t k, uint16_t o, ArenaRange ro, uin
                        (unsigned)rt.begin, (unsigned)(rt.end - rt.begin), why);
 }
 
+// An IN_PLACE region's output `y` on its input `x`: from x's first byte,
+// no longer than x (band_loop.cpp CheckInPlaceShape says which shapes; the
+// band loop writes an output row only over input rows no band reads again).
+bool InPlaceOver(ArenaRange y, ArenaRange x) { return y.begin == x.begin && y.end <= x.end; }
+
 // A fused region (BAND_LOOP) runs its ops interleaved, band by band, so
 // every tensor it reads or writes (and the staging buffer) is live over the
 // whole region: each tensor the region writes must be disjoint from every
 // other tensor of the region and from every tensor live after it. The one
-// alias: an IN_PLACE region's output sits exactly on the region input it
-// replaces, which must then not be live after the region (the band loop
+// alias: an IN_PLACE region's output sits on the region input it replaces
+// (InPlaceOver), which must then not be live after the region (the band loop
 // writes an output row over an input row only once no later band reads it).
 Status CheckRegionArena(const Model& m, uint32_t loop_index, TensorBitset* live) {
   const OpInfo loop = m.op(loop_index);
@@ -447,7 +452,8 @@ Status CheckRegionArena(const Model& m, uint32_t loop_index, TensorBitset* live)
           if (t == kNoTensor || t == o || m.tensor(t).memory != Memory::ARENA) continue;
           const ArenaRange rt = RangeOf(m.tensor(t));
           if (!Overlap(ro, rt)) continue;
-          if (in_place && Same(ro, rt) && ((o == y && t == x) || (o == x && t == y))) continue;
+          if (in_place && ((o == y && t == x && InPlaceOver(ro, rt)) || (o == x && t == y && InPlaceOver(rt, ro))))
+            continue;
           return OverlapError(w, k, o, ro, t, rt, "another tensor of the same fused region");
         }
       }

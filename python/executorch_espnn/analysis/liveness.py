@@ -46,5 +46,5 @@ def arena_timeline(blob_or_summary) -> list[ArenaStep]:
     for i, op in enumerate(s["ops"]):
         live = lv.live_at(i)
         plan = max((tensors[t]["offset"] + aligned(tensors[t]["nbytes"]) for t in live), default=0)
-        out.append(ArenaStep(i, op["op"], lv.class_bytes(live), plan, tuple(sorted(live))))
+        out.append(ArenaStep(i, op["op"], lv.class_bytes(live, i), plan, tuple(sorted(live))))
     return out

@@ -2,7 +2,10 @@
 
 Tensors that are live at the same step never share bytes, except the alias
 classes of the arena rule (memory.arena_rule), each planned as one block
-over the union of its members' lifetimes. Liveness.lower_bound(), the most
+over the union of its members' lifetimes (a block that shrinks where an
+in-place region's narrower output outlives its input: Liveness.segments;
+the search for a plan at the bound, pack_at, takes each block at its
+largest). Liveness.lower_bound(), the most
 bytes live at one step, is what a plan is measured against: none is smaller.
 
 Two stages. Greedy first-fit, tried in a few orders (largest first, then by
@@ -62,14 +65,18 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
         offsets: dict[int, int] = {}
         placed = list(pinned)  # (offset, end, first, last)
         for r in order:
-            lo, hi, size = blocks[r]
-            offset = 0
-            for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
-                if offset + size <= o:
-                    break
-                offset = max(offset, aligned(e))
-            offsets[r] = offset
-            placed.append((offset, offset + size, lo, hi))
+            segments = lv.segments[r]
+            if len(segments) > 1:
+                offsets[r] = _lowest_fit(segments, placed)
+            else:
+                lo, hi, size = blocks[r]
+                offset = 0
+                for o, e, f, l in sorted(p for p in placed if not (p[3] < lo or hi < p[2])):
+                    if offset + size <= o:
+                        break
+                    offset = max(offset, aligned(e))
+                offsets[r] = offset
+            placed += [(offsets[r], offsets[r] + size, lo, hi) for lo, hi, size in segments]
         return offsets, max((p[1] for p in placed), default=0)
 
     orders = [
@@ -80,7 +87,7 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
     block_offsets, arena = min((place(o) for o in orders), key=lambda p: p[1])
     bound = lv.lower_bound()
     if arena > bound:
-        at_bound = pack_at(bound, blocks, pinned)
+        at_bound = pack_at(bound, {r: lv.segments[r] for r in blocks}, pinned)
         block_offsets = block_offsets if at_bound is None else at_bound
     offsets = dict(pinned_offsets)
     for t, r in lv.root.items():
@@ -95,6 +102,17 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
     return ArenaPlan(offsets, aligned(end))
 
 
+def _lowest_fit(segments, placed) -> int:
+    """The lowest offset, 0 or the end of a placed span, at which every
+    (first, last, bytes) segment of a class is clear of the ``placed``
+    (offset, end, first, last) spans live at its steps."""
+    near = [(o, e, size) for lo, hi, size in segments for o, e, f, l in placed if not (l < lo or hi < f)]
+    for c in sorted({0} | {aligned(e) for _, e, _ in near}):
+        if all(c + size <= o or e <= c for o, e, size in near):
+            return c
+    raise AssertionError("unreachable: the highest end clears every span")
+
+
 # pack_at gives up after this many partial plans per block to place: the
 # search is exponential in the worst case, and plan_arena runs for every
 # candidate op order and fused schedule. The TCNs of
@@ -102,12 +120,13 @@ def plan_arena(g: ArenaGraph, regions: Sequence = (), pinned_offsets: dict[int, 
 SEARCH_NODES_PER_BLOCK = 64
 
 
-def pack_at(cap: int, blocks: dict[int, tuple[int, int, int]],
+def pack_at(cap: int, blocks: dict[int, tuple[tuple[int, int, int], ...]],
             fixed: Sequence[tuple[int, int, int, int]] = ()) -> dict[int, int] | None:
-    """Offsets for ``blocks`` (root -> (first step, last step, bytes)) with
-    every byte below ``cap``, clear of each other where their lifetimes
-    overlap and of the ``fixed`` spans ((offset, end, first, last)), or None
-    when the search finds none within its budget.
+    """Offsets for ``blocks`` (root -> its (first step, last step, bytes)
+    segments, Liveness.segments) with every byte below ``cap``, clear of
+    each other where their lifetimes overlap and of the ``fixed`` spans
+    ((offset, end, first, last)), or None when the search finds none within
+    its budget.
 
     Depth-first over the blocks in order of first step, so that a block
     meets, when it is placed, every block placed before it that it must
@@ -116,7 +135,9 @@ def pack_at(cap: int, blocks: dict[int, tuple[int, int, int]],
     path tried. A dead end is remembered by all it depends on, the offsets
     of the blocks still live, so no state is searched twice.
     """
-    order = sorted(blocks, key=lambda r: (blocks[r][0], -blocks[r][2], r))
+    first = {r: segs[0][0] for r, segs in blocks.items()}
+    last = {r: segs[-1][1] for r, segs in blocks.items()}
+    order = sorted(blocks, key=lambda r: (first[r], -max(b for _, _, b in blocks[r]), r))
     offsets: dict[int, int] = {}
     dead: set = set()
     frames: list = []  # per block being placed: (state, iterator over the offsets left to try)
@@ -130,9 +151,8 @@ def pack_at(cap: int, blocks: dict[int, tuple[int, int, int]],
             if budget < 0:
                 return None
             r = order[len(frames)]
-            state = (len(frames), frozenset((q, o) for q, o in offsets.items() if blocks[q][1] >= blocks[r][0]))
-            tries = [] if state in dead else _candidates(cap, blocks[r][2],
-                                                         _obstacles(blocks[r], blocks, offsets, fixed))
+            state = (len(frames), frozenset((q, o) for q, o in offsets.items() if last[q] >= first[r]))
+            tries = [] if state in dead else _candidates(cap, _obstacles(blocks[r], blocks, offsets, fixed))
             frames.append((state, iter(tries)))
         state, tries = frames[-1]
         r = order[len(frames) - 1]
@@ -148,20 +168,27 @@ def pack_at(cap: int, blocks: dict[int, tuple[int, int, int]],
             return None
 
 
-def _obstacles(block: tuple[int, int, int], blocks: dict[int, tuple[int, int, int]], offsets: dict[int, int],
-               fixed: Sequence[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
-    """(offset, end) of the placed and fixed blocks live at some step of ``block``'s."""
-    first, last, _ = block
-    spans = [(o, o + blocks[q][2]) for q, o in offsets.items() if not (blocks[q][1] < first or last < blocks[q][0])]
-    return spans + [(o, e) for o, e, f, l in fixed if not (l < first or last < f)]
+def _obstacles(segments, blocks: dict, offsets: dict[int, int],
+               fixed: Sequence[tuple[int, int, int, int]]) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Per segment of a block: (its bytes, the (offset, end) of the placed
+    and fixed spans live at some step of it)."""
+    out = []
+    for first, last, size in segments:
+        spans = [(o, o + b) for q, o in offsets.items() for f, l, b in blocks[q] if not (l < first or last < f)]
+        out.append((size, spans + [(o, e) for o, e, f, l in fixed if not (l < first or last < f)]))
+    return out
 
 
-def _candidates(cap: int, size: int, spans: list[tuple[int, int]]) -> list[int]:
-    """Offsets, lowest first, where ``size`` bytes fit below ``cap`` clear of
-    ``spans``, flush against an edge: 0, ``cap``, a span's end or start.
-    Only these: a block that must rest on one placed after it (neither flush
-    with anything live when it starts) is missed, but trying every offset
-    would let the search spend its budget on the last blocks' offsets
-    before it revisits an early choice."""
-    edges = {0, cap - size} | {e for _, e in spans} | {o - size for o, _ in spans}
-    return [c for c in sorted(edges) if 0 <= c <= cap - size and all(c + size <= o or e <= c for o, e in spans)]
+def _candidates(cap: int, obstacles: list[tuple[int, list[tuple[int, int]]]]) -> list[int]:
+    """Offsets, lowest first, where every segment (its bytes, its spans to
+    avoid) fits below ``cap`` clear of its spans, flush against an edge: 0,
+    ``cap``, a span's end or start. Only these: a block that must rest on
+    one placed after it (neither flush with anything live when it starts)
+    is missed, but trying every offset would let the search spend its
+    budget on the last blocks' offsets before it revisits an early choice."""
+    edges = {0} | {cap - size for size, _ in obstacles}
+    for size, spans in obstacles:
+        edges |= {e for _, e in spans} | {o - size for o, _ in spans}
+    return [c for c in sorted(edges)
+            if all(0 <= c <= cap - size and all(c + size <= o or e <= c for o, e in spans)
+                   for size, spans in obstacles)]

@@ -27,8 +27,10 @@ Fused regions (a BAND_LOOP op and the ``region_ops`` ops after it) run
 their ops interleaved, band by band: every arena tensor a region op reads or
 writes is live over the whole region (BAND_LOOP step to its last op), and no
 alias is formed inside it, except that an ``in_place`` region's output joins
-the class of its input (the first region op's input 0) when nothing on those
-bytes is live after the region.
+the class of its input (the first region op's input 0; the output may be the
+smaller, from the input's first byte) when nothing on those bytes is live
+after the region. Such a class occupies, at each step, the bytes of its
+largest member live then (Liveness.segments).
 """
 
 from __future__ import annotations
@@ -144,21 +146,59 @@ class Liveness:
             out[r] = (lo, hi, size)
         return out
 
+    @cached_property
+    def segments(self) -> dict[int, tuple[tuple[int, int, int], ...]]:
+        """root -> the class's bytes over time, as (first step, last step,
+        aligned bytes) runs in step order: at each step the largest member
+        live then (all start on the class's first byte). One run, the
+        class's block, except where an in-place region's output is narrower
+        than its input: the class shrinks to it once the input is dead."""
+        members: dict[int, list[int]] = {}
+        for t, r in self.root.items():
+            members.setdefault(r, []).append(t)
+        out = {}
+        for r, ts in members.items():
+            lo, hi, size = self.classes[r]
+            if len(ts) == 1 or all(aligned(self.graph.nbytes[t]) == size for t in ts):
+                out[r] = ((lo, hi, size),)
+                continue
+            runs: list[list[int]] = []
+            for step in range(lo, hi + 1):
+                b = max((aligned(self.graph.nbytes[t]) for t in ts if self.first[t] <= step <= self.last[t]),
+                        default=0)
+                if runs and runs[-1][2] == b and runs[-1][1] == step - 1:
+                    runs[-1][1] = step
+                else:
+                    runs.append([step, step, b])
+            out[r] = tuple((a, e, b) for a, e, b in runs if b)
+        return out
+
+    def size_at(self, root: int, step: int) -> int:
+        """Aligned bytes of class ``root`` at ``step`` (its block's size
+        when it is not live then)."""
+        for lo, hi, size in self.segments[root]:
+            if lo <= step <= hi:
+                return size
+        return self.classes[root][2]
+
     def live_at(self, step: int) -> set[int]:
         """Tensors live while op ``step`` runs (-1: the graph inputs, written
         together before op 0)."""
         return {t for t in self.first if self.first[t] <= step <= self.last[t]}
 
-    def class_bytes(self, tensors) -> int:
-        """Aligned bytes of the alias classes of ``tensors``, each counted once."""
-        cls = self.classes
-        return sum(cls[r][2] for r in {self.root[t] for t in tensors})
+    def class_bytes(self, tensors, step: int | None = None) -> int:
+        """Aligned bytes of the alias classes of ``tensors``, each counted
+        once: at ``step`` (segments), or each class's largest."""
+        roots = {self.root[t] for t in tensors}
+        if step is None:
+            return sum(self.classes[r][2] for r in roots)
+        return sum(self.size_at(r, step) for r in roots)
 
     def lower_bound(self) -> int:
         """The most bytes of alias classes live at one step: no plan the
         parser accepts for this op order is smaller. Not always reached
         (memory.arena_plan says when the planner does)."""
-        return max(self.class_bytes(self.live_at(s)) for s in range(-1, len(self.graph.ops)))
+        return max(self.class_bytes(self.live_at(s), s) for s in range(-1, len(self.graph.ops)))
 
 
 def lifetimes(g: ArenaGraph) -> tuple[dict[int, int], dict[int, int]]:
@@ -216,7 +256,9 @@ def liveness(g: ArenaGraph) -> Liveness:
             x, y = g.ops[step + 1].inputs[0], g.ops[e].outputs[0]
             if x is not None and x in parent and y in parent and not {x, y} & g.pinned:
                 r = find(x)
-                if g.nbytes[x] == g.nbytes[y] and class_last[r] <= e:
+                # y from x's first byte, no longer (parser.cpp InPlaceOver);
+                # the class shrinks to y once x is dead (Liveness.segments).
+                if g.nbytes[y] <= g.nbytes[x] and class_last[r] <= e:
                     parent[find(y)] = r
                     class_last[r] = max(class_last[r], class_last[y])
             continue

@@ -57,7 +57,7 @@ retries with a lower target. A region the runtime would refuse
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
 
 from .. import _native
@@ -145,6 +145,9 @@ class GraphCosts:
     _peaks: dict = field(default_factory=dict)
     _fusable: dict = field(default_factory=dict)
     _num_bands: dict = field(default_factory=dict)
+    # Offer in-place regions whose output is narrower than their input (a
+    # squeeze-excite projection over its map); _search also searches without.
+    narrower_in_place: bool = True
 
     def chains(self):
         return fusable_chains(self.graph)
@@ -174,11 +177,11 @@ class GraphCosts:
 
     def step_bytes(self) -> list[int]:
         lv = liveness(self.graph)
-        return [lv.class_bytes(lv.live_at(s)) for s in range(len(self.graph.ops))]
+        return [lv.class_bytes(lv.live_at(s), s) for s in range(len(self.graph.ops))]
 
     def input_bytes(self) -> int:
         lv = liveness(self.graph)
-        return lv.class_bytes(lv.live_at(-1))
+        return lv.class_bytes(lv.live_at(-1), -1)
 
     def region_peak(self, region) -> int:
         """Bytes live at the busiest step of ``region`` (its BAND_LOOP to its
@@ -186,7 +189,7 @@ class GraphCosts:
         fused, _ = fuse(self.graph, (region,))
         lv = liveness(fused)
         steps = range(region.first_op, region.first_op + region.num_ops + 1)
-        return max(lv.class_bytes(lv.live_at(s)) for s in steps)
+        return max(lv.class_bytes(lv.live_at(s), s) for s in steps)
 
     def layer_bound(self):
         return liveness(self.graph).lower_bound()
@@ -195,11 +198,20 @@ class GraphCosts:
         return FusedRegion(first_op, num_ops, band_rows, in_place)
 
     def may_be_in_place(self, first_op, num_ops):
-        # The region's output takes exactly its input's bytes: same size.
+        # Which outputs may take their input's bytes is the parser's rule
+        # (band_loop.cpp CheckInPlaceShape), asked like every region rule.
+        if isinstance(self.graph.bands.describe(first_op, num_ops, True), str):
+            return False
+        if self.narrower_in_place:
+            return True
         ops = self.graph.ops
-        first_in = self.graph.arena_inputs(ops[first_op])
-        last_out = ops[first_op + num_ops - 1].outputs
-        return bool(first_in) and self.graph.nbytes[first_in[0]] == self.graph.nbytes[last_out[0]]
+        x, y = ops[first_op].inputs[0], ops[first_op + num_ops - 1].outputs[0]
+        return self.graph.nbytes[x] == self.graph.nbytes[y]
+
+    def without_narrower_in_place(self) -> "GraphCosts":
+        """These costs offering only in-place regions of one size (the
+        caches shared: a region's bytes do not depend on what is offered)."""
+        return replace(self, narrower_in_place=False)
 
 
 def choose_schedule(graph: ArenaGraph, *, budget: int | None = None, mode: str = "auto",
@@ -301,6 +313,9 @@ class _Chains:
                     lo = mid
                 else:
                     hi = mid - 1
+            if ip:  # except an in-place region's staging rows, which depend on where bands end
+                lo = next(k for k in range(len(hs) - 1, lo - 1, -1)
+                          if k == lo or ((p := self.region_peak(first, num, hs[k], ip)) is not None and p <= target))
             r = self.costs.region(first, num, hs[lo], ip)
             return _extra_calls(self.costs, r), r
         return None
@@ -369,33 +384,37 @@ def _spans(chains) -> list[tuple[int, int]]:
     return [(a, b - a) for a, b in spans]
 
 
+def _variants(costs: BandCosts) -> list:
+    """The costs to search with. A class that shrinks to a narrower in-place
+    output (Liveness.segments) is harder to pack: the planner can place such
+    schedules well above their bound (EfficientNet-B0: 639,744 B for
+    566,272 B) where the schedules without them pack at theirs. So GraphCosts
+    is searched with such regions and without, and the planner's real arena
+    judges the schedules of both: none is worse than the search without them
+    finds."""
+    if isinstance(costs, GraphCosts) and costs.narrower_in_place:
+        return [costs, costs.without_narrower_in_place()]
+    return [costs]
+
+
 def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) -> Schedule:
     runs = [c for c in costs.chains() if c[1] >= 1]
     chains = _spans(runs)
     layer = _schedule(costs, mode, (), layer_peak, budget)
     if not chains:
         return _check_budget(layer, budget)
-    dp = _Chains(costs, chains, max(n for _, n in runs))
-    floor = max([dp.outside] + [dp.min_bottleneck(c) for c in chains])
-    if mode == "auto" and floor >= costs.layer_bound():  # fusion does not lower this graph's peak
-        return _check_budget(layer, budget)
     # Candidates: the cheapest split and the most-fused split of every run,
     # judged by the planner's real arena (its packing can put two
     # schedules with the same bound on different arenas).
     found: dict = {}
-    goal = floor if budget is None else budget
-    target = floor if budget is None else max(budget, floor)
-    for _ in range(_RETRIES + 1):
-        for fuse_all in ((True,) if mode == "fused" else (False, True)):
-            splits = [dp.split(c, target, fuse_all=fuse_all) for c in chains]
-            if all(s is not None for s in splits):
-                regions = tuple(r for s in splits for r in s)
-                if regions not in found:
-                    found[regions] = (costs.peak(regions), invocations(costs, regions))
-        smallest = min((p for p, _ in found.values()), default=None)
-        if smallest is None or smallest <= goal or target <= floor:
-            break
-        target = max(floor, target - (smallest - goal))
+    for variant in _variants(costs):
+        dp = _Chains(variant, chains, max(n for _, n in runs))
+        floor = max([dp.outside] + [dp.min_bottleneck(c) for c in chains])
+        if mode == "auto" and floor >= costs.layer_bound():  # fusion does not lower this graph's peak
+            continue
+        _split_candidates(variant, dp, chains, mode, budget, floor, found)
+    if mode == "auto" and not found:
+        return _check_budget(layer, budget)
     if budget is None:  # the smallest arena, then the fewest invocations, then the fewest regions
         key = lambda item: (item[1][0], item[1][1], len(item[0]))  # noqa: E731
     else:  # the fewest invocations that fit, then the fewest regions (none fits: the smallest arena)
@@ -409,6 +428,26 @@ def _search(costs: BandCosts, mode: str, budget: int | None, layer_peak: int) ->
         best = (layer_peak, ())
     schedule = _schedule(costs, mode, best[1], layer_peak, budget)
     return _check_budget(schedule, budget, min(schedule.peak, layer_peak))
+
+
+def _split_candidates(costs: BandCosts, dp: _Chains, chains, mode: str, budget: int | None, floor: int,
+                      found: dict) -> None:
+    """Adds to ``found`` (regions -> (planned arena, invocations)) the splits
+    of every run for the smallest peak ``floor`` (or the budget), the target
+    lowered while the planned arena misses it."""
+    goal = floor if budget is None else budget
+    target = floor if budget is None else max(budget, floor)
+    for _ in range(_RETRIES + 1):
+        for fuse_all in ((True,) if mode == "fused" else (False, True)):
+            splits = [dp.split(c, target, fuse_all=fuse_all) for c in chains]
+            if all(s is not None for s in splits):
+                regions = tuple(r for s in splits for r in s)
+                if regions not in found:
+                    found[regions] = (costs.peak(regions), invocations(costs, regions))
+        smallest = min((p for p, _ in found.values()), default=None)
+        if smallest is None or smallest <= goal or target <= floor:
+            break
+        target = max(floor, target - (smallest - goal))
 
 
 def fused_floor(graph: ArenaGraph, costs: BandCosts | None = None) -> tuple[int, int]:

@@ -26,6 +26,10 @@ unet(...)                   [1,3,64,64]            everything
 two_head_detector(...)      [1,3,96,96]            everything (two outputs)
 ==========================  =====================  ===========================
 
+Not in ``ZOO`` (every ``ZOO`` model has a device test suite):
+``se_net(...)`` [1,3,64,64], squeeze-excite bnecks for the fused-region
+figures (benchmarks/schedules.py, tests/perf/test_model_figures.py).
+
 torch is imported by this package (unlike ``executorch_espnn`` itself).
 """
 
@@ -34,7 +38,7 @@ from .dense_prediction import TwoHeadDetector, UNet, two_head_detector, unet
 from .ds_cnn import DSCNN, ds_cnn
 from .mlperf_tiny import ADAutoencoder, MobileNetV1, ResNet8, ad_autoencoder, resnet8, vww_mobilenet_v1
 from .mobilenet_v2 import InvertedResidual, MobileNetV2, mobilenet_v2
-from .mobilenet_v3 import MobileNetV3Small, mobilenet_v3_small
+from .mobilenet_v3 import MobileNetV3Small, SENet, mobilenet_v3_small, se_net
 from .sequence import GRUKWS, HARCNN, TCN, gru_kws, har_cnn, tcn
 from .small import DigitsCNN, TinyCNN, digits_cnn, tiny_cnn
 from .vit import SmallViT, small_vit
@@ -45,7 +49,7 @@ ZOO = {f.__name__: f for f in (tiny_cnn, digits_cnn, ds_cnn, mobilenet_v2, mobil
                                 two_head_detector)}
 
 __all__ = ["ZOO", "ADAutoencoder", "DSCNN", "DigitsCNN", "GRUKWS", "HARCNN", "InvertedResidual", "MobileNetV1",
-           "MobileNetV2", "MobileNetV3Small", "ResNet8", "SmallViT", "TCN", "TinyCNN", "TwoHeadDetector", "UNet",
-           "ad_autoencoder", "conv_bn", "digits_cnn", "ds_cnn", "gru_kws", "har_cnn", "make_divisible",
-           "mobilenet_v2", "mobilenet_v3_small", "resnet8", "settle_batch_norm", "small_vit", "tcn", "tiny_cnn",
-           "two_head_detector", "unet", "vww_mobilenet_v1"]
+           "MobileNetV2", "MobileNetV3Small", "ResNet8", "SENet", "SmallViT", "TCN", "TinyCNN", "TwoHeadDetector",
+           "UNet", "ad_autoencoder", "conv_bn", "digits_cnn", "ds_cnn", "gru_kws", "har_cnn", "make_divisible",
+           "mobilenet_v2", "mobilenet_v3_small", "resnet8", "se_net", "settle_batch_norm", "small_vit", "tcn",
+           "tiny_cnn", "two_head_detector", "unet", "vww_mobilenet_v1"]

@@ -86,3 +86,35 @@ def mobilenet_v3_small(num_classes: int = 1000, resolution: int = 224, width_mul
     if resolution % 32 or resolution < 32:
         raise ValueError(f"mobilenet_v3_small: resolution must be a positive multiple of 32, got {resolution}")
     return settled_model(lambda: MobileNetV3Small(num_classes, width_mult), (1, 3, resolution, resolution), seed)
+
+
+class SENet(nn.Module):
+    """A small squeeze-excite network for the fused-region figures: a 3x3
+    stride-2 stem, three MobileNetV3 bnecks with squeeze-and-excitation (two
+    at the stem's resolution, the second with a residual, one stride 2),
+    global average pool, linear. Its arena is set by the tensors around the
+    squeeze-excite blocks (the scaled map is read whole by MEAN_HW and MUL)."""
+
+    SETTING = ((3, 64, 24, True, nn.Hardswish, 1), (3, 72, 24, True, nn.Hardswish, 1),
+               (3, 96, 40, True, nn.Hardswish, 2))
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        layers, cin = [conv_bn(3, 16, 3, 2, act=nn.Hardswish)], 16
+        for k, exp, c, se, act, s in self.SETTING:
+            layers.append(Bneck(cin, k, exp, c, se, act, s))
+            cin = c
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
+def se_net(num_classes: int = 10, resolution: int = 64, seed: int = 0):
+    """SENet on a [1,3,resolution,resolution] input (even). Random weights,
+    BN statistics settled on random images."""
+    if resolution % 2 or resolution < 2:
+        raise ValueError(f"se_net: resolution must be a positive even number, got {resolution}")
+    return settled_model(lambda: SENet(num_classes), (1, 3, resolution, resolution), seed)

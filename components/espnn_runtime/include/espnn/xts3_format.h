@@ -297,9 +297,9 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // region's last op (fewer in the last band), and every op in the region
 // computes only the rows that band needs and no earlier band computed (its
 // BANDED output keeps the rows later bands still read). `flags`
-// (kBandFlag*): IN_PLACE = the region's output occupies exactly the bytes of
-// its input (input 0 of the region's first op, same shape) and each output
-// row is staged in the BAND_LOOP's one output tensor (int8 [rows, W*C])
+// (kBandFlag*): IN_PLACE = the region's output occupies the bytes of its
+// input (input 0 of the region's first op) from their start (its shape, or
+// its rows each no wider) and each output row is staged in the BAND_LOOP's one output tensor (int8 [rows, W*C])
 // until no later band reads that input row. docs/xts3-format.md section 6, BAND_LOOP.
 #define ESPNN_XTS3_PARAMS_BAND_LOOP(F) F(num_ops) F(band_rows) F(flags)
 

@@ -138,6 +138,22 @@ bool TableWindow(const Model& m, const OpInfo& op, uint32_t taps, RowWindow* w) 
   return true;
 }
 
+// The squeeze-excite scale x * s (or s * x): the map x [1,H,W,C] and the
+// channel vector s ([1,1,1,C] or [C]), which every band reads whole like a
+// filter (CheckWholeInputs). Row r of the output is row r of x times s, so
+// the op is elementwise on rows of x. The input slot of the map, or -1.
+int32_t ChannelScaleMap(const Model& m, const OpInfo& op) {
+  const TensorInfo y = m.tensor(op.outputs[0]);
+  for (uint32_t k = 0; k < 2; ++k) {
+    const TensorInfo x = m.tensor(op.inputs[k]), s = m.tensor(op.inputs[1 - k]);
+    const uint32_t c = IsImage(x) ? x.dims[3] : 0;
+    const bool vector = (s.rank == 4 && s.dims[0] == 1 && s.dims[1] == 1 && s.dims[2] == 1 && s.dims[3] == c) ||
+                        (s.rank == 1 && s.dims[0] == c);
+    if (c > 0 && vector && x.same_shape(y)) return (int32_t)k;
+  }
+  return -1;
+}
+
 }  // namespace
 
 bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
@@ -174,6 +190,11 @@ bool DescribeOp(const Model& m, const OpInfo& op, OpBandSupport* out) {
       out->slot[1] = 1;
       out->window[1] = kElementwise;
       return true;
+    }
+    case Opcode::MUL: {
+      const int32_t map = ChannelScaleMap(m, op);
+      out->slot[0] = map < 0 ? 0u : (uint32_t)map;
+      return map >= 0;
     }
     case Opcode::LUT:
     case Opcode::HARD_SWISH:
@@ -258,6 +279,25 @@ struct Banded {
   }
 };
 
+// The inputs of region op `op` that are not row-mapped (filters, LUT
+// tables, a channel scale) are read whole by every band: so they are
+// written before the region, never BANDED nor by a region op.
+Status CheckWholeInputs(const Model& m, const Banded& is_banded, const Region& r, const OpInfo& op,
+                        const OpBandSupport& s) {
+  for (uint32_t k = 0; k < op.num_inputs; ++k) {
+    bool row = false;
+    for (uint32_t j = 0; j < s.num_inputs; ++j) row = row || s.slot[j] == k;
+    const uint16_t t = op.inputs[k];
+    if (row || t == kNoTensor || m.tensor(t).memory != Memory::ARENA) continue;
+    bool written = is_banded(t);
+    for (uint32_t i = 0; i < r.num_ops && !written; ++i) written = m.op(r.first_op + i).outputs[0] == t;
+    if (written)
+      return ops::Fail("op %u input %u (tensor %u) is read whole by every band, so it must be "
+                       "written before the region", (unsigned)op.index, (unsigned)k, (unsigned)t);
+  }
+  return Status::Ok();
+}
+
 Status DescribeRegionOps(const Model& m, const Banded& is_banded, Region* r) {
   for (uint32_t i = 0; i < r->num_ops; ++i) {
     const OpInfo op = m.op(r->first_op + i);
@@ -265,6 +305,7 @@ Status DescribeRegionOps(const Model& m, const Banded& is_banded, Region* r) {
     if (op.opcode == Opcode::BAND_LOOP || !DescribeOp(m, op, &s))
       return ops::Fail("op %u (%s) cannot run in a fused region", (unsigned)op.index,
                        OpcodeName(op.opcode));
+    ESPNN_RETURN_IF_ERROR(CheckWholeInputs(m, is_banded, *r, op, s));
     r->pad_word[i] = (int8_t)s.pad_word;
     RegionOpDesc& d = r->desc.ops[i];
     d.num_inputs = s.num_inputs;
@@ -337,13 +378,28 @@ Status CheckGraphIo(const Model& m, const Banded& is_banded) {
   return Status::Ok();
 }
 
-// IN_PLACE: the output takes its input's place, so it has its shape.
+// IN_PLACE: the output takes its input's place, row r of the output at
+// byte r * (its row bytes) of the input. It has the input's rows and rows
+// no wider (the squeeze-excite scale and projection narrow C_exp to C_out):
+// then the output rows [0, f) end at or before input row f, so writing them
+// once no later band reads an input row below f (FlushedAfter) overwrites
+// nothing still needed.
+bool FitsInPlace(const TensorInfo& x, const TensorInfo& y) {
+  return x.same_shape(y) || (IsImage(x) && IsImage(y) && x.dims[1] == y.dims[1] &&
+                             RowBytes(y) <= RowBytes(x));
+}
+
 Status CheckInPlaceShape(const Model& m, const Region& r) {
+  // The arena check (parser.cpp) and the planner take input 0 of the first
+  // op as the bytes the output replaces: so must the band loop.
+  if (m.op(r.first_op).inputs[0] != r.tensors[r.desc.in_place_input])
+    return ops::Fail("IN_PLACE: the region input (tensor %u) must be input 0 of op %u",
+                     (unsigned)r.tensors[r.desc.in_place_input], (unsigned)r.first_op);
   const TensorInfo x = m.tensor(r.tensors[r.desc.in_place_input]);
   const TensorInfo y = m.tensor(r.tensors[OutputTensor(r.desc)]);
-  if (!x.same_shape(y))
+  if (!FitsInPlace(x, y))
     return ops::Fail("IN_PLACE: the output (tensor %u) must have the shape of the region input "
-                     "(tensor %u)",
+                     "(tensor %u), or its rows each no wider",
                      (unsigned)r.tensors[OutputTensor(r.desc)], (unsigned)r.tensors[r.desc.in_place_input]);
   return Status::Ok();
 }
