@@ -130,8 +130,11 @@ class _Rewriter:
                 else:
                     name = self.by_opcode[op.name]
                     spec = self.ops[name]
+                    # A field appended in a later format version may be absent from the op
+                    # (the writer leaves it out at 0, e.g. QUANTIZE's channels_last).
+                    words = list(op.params) + [0] * (len(spec.params) - len(op.params))
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
-                              for n, w in zip(spec.params, op.params)]
+                              for n, w in zip(spec.params, words)]
                     scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
                     node = self._call(op_overload(name), tuple(args) + tuple(params) + scratch)
                     want = writer._tensors[op.outputs[0]].shape

@@ -121,8 +121,9 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
         return tuple(x.shape[:-1]) + (tensors[1].shape[0],), torch.int8
     if op.opcode == "ADD":
         return tuple(torch.broadcast_shapes(x.shape, tensors[1].shape)), torch.int8
-    if op.opcode == "QUANTIZE":
-        return tuple(x.shape), torch.int8
+    if op.opcode == "QUANTIZE":  # channels_last: [N, C, spatial...] written as [N, spatial..., C]
+        shape = tuple(x.shape)
+        return (shape[:1] + shape[2:] + shape[1:2] if p["channels_last"] else shape), torch.int8
     if op.opcode == "DEQUANTIZE":
         return tuple(x.shape), torch.float32
     raise NotImplementedError(f"no output shape rule for {op.opcode}")
