@@ -34,11 +34,25 @@ from ..lowering.context import CheckContext
 from ..lowering.graph import ConstantSource, Subgraph, Unsupported, op_name
 from ..lowering.lower import LoweringError, build
 from ..lowering.quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_dq, is_q, output_spec
-from .operators import define_ops, op_overload
+from ..lowering.ops.lut import FUNCTIONS as LUT_FUNCTIONS
+from .operators import define_ops, op_overload, output_shape
 
-# The aten ops whose quantized pattern this version replaces (docs/oplib.md).
-COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "aten.linear.default",
-                         "aten.add.Tensor", "aten.max_pool2d.default", "aten.avg_pool2d.default"})
+# The aten ops whose quantized pattern this version replaces (docs/oplib.md);
+# the LUT activations are the ones the delegate tabulates (lowering/ops/lut.py).
+COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "aten.conv_transpose2d.input",
+                         "aten.linear.default", "aten.add.Tensor", "aten.mul.Tensor",
+                         "aten.max_pool2d.default", "aten.avg_pool2d.default",
+                         "aten.matmul.default", "aten.bmm.default", "aten.softmax.int", "aten._softmax.default",
+                         "aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten.hardswish.default"}
+                        | set(LUT_FUNCTIONS))
+
+# Opcodes whose output shape the arguments do not fully determine:
+# MEAN_HW writes [N, 1, 1, C] or its view [N, C] (the op's shape rule gives the
+# first, a reshape the second); TRANSPOSE_CONV2D's output size implies
+# output_padding, which is no parameter: the op's shape rule is the size
+# without it, and a pattern that needs another stays on portable kernels.
+_OUTPUT_VIEWS = frozenset({"MEAN_HW"})
+_OUTPUT_NOT_IMPLIED = frozenset({"TRANSPOSE_CONV2D"})
 
 
 _NUMPY_DTYPES = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}  # XTS3 dtype -> numpy
@@ -116,6 +130,8 @@ class _Rewriter:
         for op in writer._ops:
             if op.name not in ("TRANSPOSE", "RESHAPE") and op.name not in self.by_opcode:
                 return False
+            if op.name in _OUTPUT_NOT_IMPLIED and self._shape_rule(writer, op) != writer._tensors[op.outputs[0]].shape:
+                return False
         values: dict[int, Node] = {ctx.values[n].tensor: n for n in sub.inputs}
         anchor = sub.outputs[0]
         with self.graph.inserting_before(anchor):
@@ -138,7 +154,10 @@ class _Rewriter:
                     scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
                     node = self._call(op_overload(name), tuple(args) + tuple(params) + scratch)
                     want = writer._tensors[op.outputs[0]].shape
-                    if tuple(node.meta["val"].shape) != want:  # operators.py's shape rule vs the lowering
+                    got = tuple(node.meta["val"].shape)
+                    if got != want and op.name in _OUTPUT_VIEWS and np.prod(got) == np.prod(want):
+                        node = self._call(torch.ops.aten.reshape.default, (node, list(want)))
+                    elif got != want:  # operators.py's shape rule vs the lowering
                         raise OplibError(f"espnn::{name}: output shape {tuple(node.meta['val'].shape)} from "
                                          f"the op's arguments, {want} from the lowering of {anchor.name}")
                     self.used.add(name)
@@ -149,6 +168,13 @@ class _Rewriter:
             if not n.users:
                 self.graph.erase_node(n)
         return True
+
+    def _shape_rule(self, writer, op) -> tuple[int, ...]:
+        """The output shape operators.py gives the op's tensors and parameters."""
+        spec = self.ops[self.by_opcode[op.name]]
+        words = list(op.params) + [0] * (len(spec.params) - len(op.params))
+        tensors = [None if t == _native.NO_TENSOR else torch.empty(writer._tensors[t].shape, device="meta") for t in op.inputs]
+        return output_shape(spec, tensors, dict(zip(spec.params, words)))
 
     def _tensor_arg(self, writer, t: int, values: dict[int, Node]):
         if t == _native.NO_TENSOR:
