@@ -103,6 +103,8 @@ class _Rewriter:
         """The nodes of `node`'s pattern: a compute op's (compute=True), else a
         standalone quantize or dequantize that remained."""
         if compute:
+            if is_q(node) and is_dq(node.args[0]) and not self.constants.is_constant(node.args[0].args[0]):
+                return [node.args[0], node]  # int8 -> int8 with new parameters: the delegate's REQUANTIZE
             if op_name(node) not in COMPUTE_OPS:
                 return None
             ins = node.all_input_nodes
