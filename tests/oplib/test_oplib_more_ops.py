@@ -34,6 +34,11 @@ class MeanKeepdim(torch.nn.Module):
         return torch.mean(x, dim=(2, 3), keepdim=True)
 
 
+class MeanLastDim(torch.nn.Module):
+    def forward(self, x):
+        return torch.mean(x, dim=-1, keepdim=True)
+
+
 class Matmul(torch.nn.Module):
     def forward(self, a, b):
         return torch.matmul(a, b)
@@ -59,6 +64,9 @@ CASES = {
     "softmax": (Unary(torch.nn.Softmax(dim=-1)), [(1, 4, 10)], {"quantized_softmax"}),
     "mean": (Mean(), [(1, 4, 5, 5)], {"quantized_mean_hw"}),
     "mean_keepdim": (MeanKeepdim(), [(1, 4, 5, 5)], {"quantized_mean_hw"}),
+    "mean_last_dim": (MeanLastDim(), [(1, 6, 10)], {"quantized_mean_hw"}),
+    "adaptive_avg_pool": (Unary(torch.nn.AdaptiveAvgPool2d(1)), [(1, 4, 5, 5)], {"quantized_mean_hw"}),
+    "silu": (Unary(torch.nn.SiLU()), [(1, 4, 5, 5)], {"quantized_lut"}),
     "hardswish": (Unary(torch.nn.Hardswish()), [(1, 4, 5, 5)], {"quantized_hardswish"}),
     "sigmoid": (Unary(torch.nn.Sigmoid()), [(1, 4, 5, 5)], {"quantized_lut"}),
     "tanh": (Unary(torch.nn.Tanh()), [(1, 4, 5, 5)], {"quantized_lut"}),
