@@ -131,3 +131,18 @@ def test_requantize_lowered_both_ways_gives_the_same_bytes():
     oplib = to_espnn_oplib(ep).to_executorch().buffer
     assert "espnn::requantize" in _operators(oplib)
     assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
+
+
+def test_transposed_conv_with_output_padding_stays_on_portable_kernels():
+    """output_padding is no TRANSPOSE_CONV2D parameter (the output size implies
+    it), so the op's shape rule cannot give that size: the pattern stays in
+    float on portable kernels, and the program still runs."""
+    model = Unary(torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1))
+    torch.manual_seed(0)
+    example = _inputs([(1, 4, 5, 5)])
+    ep = torch.export.export(pipeline.quantize(model.eval(), example, [_inputs([(1, 4, 5, 5)])]), example)
+    pte = to_espnn_oplib(ep).to_executorch().buffer
+    used = _operators(pte)
+    assert "espnn::quantized_transpose_conv2d" not in used and "aten::convolution" in used, used
+    (got,) = run_pte(pte, example)
+    assert got.shape == (1, 6, 10, 10)

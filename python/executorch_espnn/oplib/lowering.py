@@ -178,6 +178,16 @@ class _Rewriter:
         tensors = [None if t == _native.NO_TENSOR else torch.empty(writer._tensors[t].shape, device="meta") for t in op.inputs]
         return output_shape(spec, tensors, dict(zip(spec.params, words)))
 
+    def _fold_weight_dequantize(self, node: Node) -> None:
+        """A per-channel weight dequantize left to portable kernels (its op
+        stayed there) becomes its float result, a constant: ExecuTorch's
+        runtime has no out variant of quantized_decomposed.dequantize_per_channel."""
+        args = [self.constants.tensor(a) if isinstance(a, Node) else a for a in node.args]
+        if any(a is None for a in args[:3]):
+            return  # not all constant: left as it is
+        node.replace_all_uses_with(self._constant(node.target(*args, **node.kwargs)))
+        self.graph.erase_node(node)
+
     def _tensor_arg(self, writer, t: int, values: dict[int, Node]):
         if t == _native.NO_TENSOR:
             return None
@@ -187,13 +197,17 @@ class _Rewriter:
         if rec.memory != "CONSTANT":
             raise OplibError(f"tensor {t} of the lowered pattern has no producer")
         data = torch.from_numpy(np.frombuffer(rec.data, dtype=_NUMPY_DTYPES[rec.dtype]).reshape(rec.shape).copy())
+        values[t] = self._constant(data)
+        return values[t]
+
+    def _constant(self, data: torch.Tensor) -> Node:
+        """A new constant placeholder of the program holding `data`."""
         first_user_input = next(n for n in self.graph.nodes if n.op == "placeholder" and n.name in
                                 self.ep.graph_signature.user_inputs)
         with self.graph.inserting_before(first_user_input):
             node = create_constant_placeholder(self.ep, self.graph, f"espnn_const_{self._const}",
                                                InputKind.CONSTANT_TENSOR, data)
         self._const += 1
-        values[t] = node
         return node
 
     def _scratch(self, writer, op, spec) -> Node | None:
@@ -233,6 +247,8 @@ class _Rewriter:
                 members = self.members(node, compute)
                 if members:
                     self.replace(members)
+                elif not compute and op_name(node) == DQ_PER_CHANNEL:
+                    self._fold_weight_dequantize(node)
         self._cancel_inverse_permutes()
         self._drop_dead_constants()
         self.graph.lint()
