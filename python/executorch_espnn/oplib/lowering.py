@@ -86,6 +86,13 @@ def check_kernels(names) -> None:
                          f"{', '.join(sorted(have)) or 'none'})")
 
 
+def _words(op, spec) -> list[int]:
+    """The XTS3 op's parameter words, all of the espnn:: op's: a field appended
+    in a later format version may be absent from the op (the writer leaves it
+    out at 0, e.g. QUANTIZE's channels_last)."""
+    return list(op.params) + [0] * (len(spec.params) - len(op.params))
+
+
 class _Rewriter:
     def __init__(self, ep: ExportedProgram):
         self.ep = ep
@@ -148,11 +155,8 @@ class _Rewriter:
                 else:
                     name = self.by_opcode[op.name]
                     spec = self.ops[name]
-                    # A field appended in a later format version may be absent from the op
-                    # (the writer leaves it out at 0, e.g. QUANTIZE's channels_last).
-                    words = list(op.params) + [0] * (len(spec.params) - len(op.params))
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
-                              for n, w in zip(spec.params, words)]
+                              for n, w in zip(spec.params, _words(op, spec))]
                     scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
                     node = self._call(op_overload(name), tuple(args) + tuple(params) + scratch)
                     want = writer._tensors[op.outputs[0]].shape
@@ -174,9 +178,9 @@ class _Rewriter:
     def _shape_rule(self, writer, op) -> tuple[int, ...]:
         """The output shape operators.py gives the op's tensors and parameters."""
         spec = self.ops[self.by_opcode[op.name]]
-        words = list(op.params) + [0] * (len(spec.params) - len(op.params))
-        tensors = [None if t == _native.NO_TENSOR else torch.empty(writer._tensors[t].shape, device="meta") for t in op.inputs]
-        return output_shape(spec, tensors, dict(zip(spec.params, words)))
+        tensors = [None if t == _native.NO_TENSOR else torch.empty(writer._tensors[t].shape, device="meta")
+                   for t in op.inputs]
+        return output_shape(spec, tensors, dict(zip(spec.params, _words(op, spec))))
 
     def _fold_weight_dequantize(self, node: Node) -> None:
         """A per-channel weight dequantize left to portable kernels (its op
