@@ -149,23 +149,23 @@ def test_scratch_is_a_buffer_executorch_plans():
         assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
 
 
-class ConvMul(torch.nn.Module):
+class ConvCat(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
 
     def forward(self, x):
         y = self.conv(x)
-        return y * y
+        return torch.cat((y, y), 1)
 
 
 def test_a_pattern_without_espnn_op_stays_on_portable_kernels():
-    """mul has no espnn:: op yet: it runs in float on ExecuTorch's portable
+    """cat has no espnn:: op: it runs in float on ExecuTorch's portable
     kernels between an espnn dequantize and quantize, and the program runs."""
-    ep = _quantized_export(ConvMul(), (1, 3, 6, 6))
+    ep = _quantized_export(ConvCat(), (1, 3, 6, 6))
     pte = to_espnn_oplib(ep).to_executorch().buffer
     ops = _operators(pte)
-    assert "espnn::quantized_conv2d" in ops and "aten::mul" in ops
+    assert "espnn::quantized_conv2d" in ops and "aten::cat" in ops
     x = torch.randn(1, 3, 6, 6)
     (got,) = run_pte(pte, (x,))
     want = ep.module()(x)

@@ -143,8 +143,16 @@ void WriteProgram(const SingleOpCall& c, const Layout& l, const Sections& s, uin
     r[kTenMemory] = (uint8_t)(t.constant ? Memory::CONSTANT : Memory::ARENA);
     PutU32(r + kTenOffset, l.offset[i]);
     PutU32(r + kTenNbytes, (uint32_t)TensorBytes(t));
-    PutU32(r + kTenZeroPoint, (uint32_t)t.zero_point);
-    memcpy(r + kTenScale, &t.scale, 4);
+    int32_t zero_point = t.zero_point;
+    float scale = t.scale;
+    if (i >= c.num_inputs && (c.opcode == Opcode::SOFTMAX || c.opcode == Opcode::MASKED_SOFTMAX)) {
+      // The format fixes a softmax's output quantization, which the caller's
+      // tensor (an ExecuTorch int8 tensor) does not carry.
+      zero_point = kSoftmaxOutZeroPoint;
+      scale = kSoftmaxOutScale;
+    }
+    PutU32(r + kTenZeroPoint, (uint32_t)zero_point);
+    memcpy(r + kTenScale, &scale, 4);
     for (uint32_t d = 0; d < t.rank; ++d) PutU32(r + kTenDims + 4 * d, t.dims[d]);
     if (t.constant) memcpy(constants + l.offset[i], t.data, TensorBytes(t));
   }

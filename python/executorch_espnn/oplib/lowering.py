@@ -34,11 +34,25 @@ from ..lowering.context import CheckContext
 from ..lowering.graph import ConstantSource, Subgraph, Unsupported, op_name
 from ..lowering.lower import LoweringError, build
 from ..lowering.quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_dq, is_q, output_spec
-from .operators import define_ops, op_overload
+from ..lowering.ops.lut import FUNCTIONS as LUT_FUNCTIONS
+from .operators import define_ops, op_overload, output_shape
 
-# The aten ops whose quantized pattern this version replaces (docs/oplib.md).
-COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "aten.linear.default",
-                         "aten.add.Tensor", "aten.max_pool2d.default", "aten.avg_pool2d.default"})
+# The aten ops whose quantized pattern this version replaces (docs/oplib.md);
+# the LUT activations are the ones the delegate tabulates (lowering/ops/lut.py).
+COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "aten.conv_transpose2d.input",
+                         "aten.linear.default", "aten.add.Tensor", "aten.mul.Tensor",
+                         "aten.max_pool2d.default", "aten.avg_pool2d.default",
+                         "aten.matmul.default", "aten.bmm.default", "aten.softmax.int", "aten._softmax.default",
+                         "aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten.hardswish.default"}
+                        | set(LUT_FUNCTIONS))
+
+# Opcodes whose output shape the arguments do not fully determine:
+# MEAN_HW writes [N, 1, 1, C] or its view [N, C] (the op's shape rule gives the
+# first, a reshape the second); TRANSPOSE_CONV2D's output size implies
+# output_padding, which is no parameter: the op's shape rule is the size
+# without it, and a pattern that needs another stays on portable kernels.
+_OUTPUT_VIEWS = frozenset({"MEAN_HW"})
+_OUTPUT_NOT_IMPLIED = frozenset({"TRANSPOSE_CONV2D"})
 
 
 _NUMPY_DTYPES = {"INT8": np.int8, "INT32": np.int32, "FLOAT32": np.float32}  # XTS3 dtype -> numpy
@@ -72,6 +86,13 @@ def check_kernels(names) -> None:
                          f"{', '.join(sorted(have)) or 'none'})")
 
 
+def _words(op, spec) -> list[int]:
+    """The XTS3 op's parameter words, all of the espnn:: op's: a field appended
+    in a later format version may be absent from the op (the writer leaves it
+    out at 0, e.g. QUANTIZE's channels_last)."""
+    return list(op.params) + [0] * (len(spec.params) - len(op.params))
+
+
 class _Rewriter:
     def __init__(self, ep: ExportedProgram):
         self.ep = ep
@@ -89,6 +110,8 @@ class _Rewriter:
         """The nodes of `node`'s pattern: a compute op's (compute=True), else a
         standalone quantize or dequantize that remained."""
         if compute:
+            if is_q(node) and is_dq(node.args[0]) and not self.constants.is_constant(node.args[0].args[0]):
+                return [node.args[0], node]  # int8 -> int8 with new parameters: the delegate's REQUANTIZE
             if op_name(node) not in COMPUTE_OPS:
                 return None
             ins = node.all_input_nodes
@@ -116,6 +139,8 @@ class _Rewriter:
         for op in writer._ops:
             if op.name not in ("TRANSPOSE", "RESHAPE") and op.name not in self.by_opcode:
                 return False
+            if op.name in _OUTPUT_NOT_IMPLIED and self._shape_rule(writer, op) != writer._tensors[op.outputs[0]].shape:
+                return False
         values: dict[int, Node] = {ctx.values[n].tensor: n for n in sub.inputs}
         anchor = sub.outputs[0]
         with self.graph.inserting_before(anchor):
@@ -130,15 +155,15 @@ class _Rewriter:
                 else:
                     name = self.by_opcode[op.name]
                     spec = self.ops[name]
-                    # A field appended in a later format version may be absent from the op
-                    # (the writer leaves it out at 0, e.g. QUANTIZE's channels_last).
-                    words = list(op.params) + [0] * (len(spec.params) - len(op.params))
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
-                              for n, w in zip(spec.params, words)]
+                              for n, w in zip(spec.params, _words(op, spec))]
                     scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
                     node = self._call(op_overload(name), tuple(args) + tuple(params) + scratch)
                     want = writer._tensors[op.outputs[0]].shape
-                    if tuple(node.meta["val"].shape) != want:  # operators.py's shape rule vs the lowering
+                    got = tuple(node.meta["val"].shape)
+                    if got != want and op.name in _OUTPUT_VIEWS and np.prod(got) == np.prod(want):
+                        node = self._call(torch.ops.aten.reshape.default, (node, list(want)))
+                    elif got != want:  # operators.py's shape rule vs the lowering
                         raise OplibError(f"espnn::{name}: output shape {tuple(node.meta['val'].shape)} from "
                                          f"the op's arguments, {want} from the lowering of {anchor.name}")
                     self.used.add(name)
@@ -150,6 +175,23 @@ class _Rewriter:
                 self.graph.erase_node(n)
         return True
 
+    def _shape_rule(self, writer, op) -> tuple[int, ...]:
+        """The output shape operators.py gives the op's tensors and parameters."""
+        spec = self.ops[self.by_opcode[op.name]]
+        tensors = [None if t == _native.NO_TENSOR else torch.empty(writer._tensors[t].shape, device="meta")
+                   for t in op.inputs]
+        return output_shape(spec, tensors, dict(zip(spec.params, _words(op, spec))))
+
+    def _fold_weight_dequantize(self, node: Node) -> None:
+        """A per-channel weight dequantize left to portable kernels (its op
+        stayed there) becomes its float result, a constant: ExecuTorch's
+        runtime has no out variant of quantized_decomposed.dequantize_per_channel."""
+        args = [self.constants.tensor(a) if isinstance(a, Node) else a for a in node.args]
+        if any(a is None for a in args[:3]):
+            return  # not all constant: left as it is
+        node.replace_all_uses_with(self._constant(node.target(*args, **node.kwargs)))
+        self.graph.erase_node(node)
+
     def _tensor_arg(self, writer, t: int, values: dict[int, Node]):
         if t == _native.NO_TENSOR:
             return None
@@ -159,13 +201,17 @@ class _Rewriter:
         if rec.memory != "CONSTANT":
             raise OplibError(f"tensor {t} of the lowered pattern has no producer")
         data = torch.from_numpy(np.frombuffer(rec.data, dtype=_NUMPY_DTYPES[rec.dtype]).reshape(rec.shape).copy())
+        values[t] = self._constant(data)
+        return values[t]
+
+    def _constant(self, data: torch.Tensor) -> Node:
+        """A new constant placeholder of the program holding `data`."""
         first_user_input = next(n for n in self.graph.nodes if n.op == "placeholder" and n.name in
                                 self.ep.graph_signature.user_inputs)
         with self.graph.inserting_before(first_user_input):
             node = create_constant_placeholder(self.ep, self.graph, f"espnn_const_{self._const}",
                                                InputKind.CONSTANT_TENSOR, data)
         self._const += 1
-        values[t] = node
         return node
 
     def _scratch(self, writer, op, spec) -> Node | None:
@@ -205,6 +251,8 @@ class _Rewriter:
                 members = self.members(node, compute)
                 if members:
                     self.replace(members)
+                elif not compute and op_name(node) == DQ_PER_CHANNEL:
+                    self._fold_weight_dequantize(node)
         self._cancel_inverse_permutes()
         self._drop_dead_constants()
         self.graph.lint()

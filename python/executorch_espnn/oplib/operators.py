@@ -119,14 +119,34 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
                  (w + 2 * p["pad_left"] - p["kernel_w"]) // p["stride_w"] + 1, c), torch.int8)
     if op.opcode == "FULLY_CONNECTED":
         return tuple(x.shape[:-1]) + (tensors[1].shape[0],), torch.int8
-    if op.opcode == "ADD":
+    if op.opcode == "TRANSPOSE_CONV2D":  # filter OHWI; the output_padding 0 size (docs/oplib.md)
+        n, h, wd, _ = x.shape
+        w = tensors[1]
+        return ((n, (h - 1) * p["stride_h"] - 2 * p["pad_top"] + p["dilation_h"] * (w.shape[1] - 1) + 1,
+                 (wd - 1) * p["stride_w"] - 2 * p["pad_left"] + p["dilation_w"] * (w.shape[2] - 1) + 1,
+                 w.shape[0]), torch.int8)
+    if op.opcode == "BATCH_MATMUL":  # rhs [.., N, K] when rhs_transposed, else [.., K, N]
+        rhs = tuple(tensors[1].shape)
+        n = rhs[-2] if p["rhs_transposed"] else rhs[-1]
+        batch = torch.broadcast_shapes(tuple(x.shape[:-2]), rhs[:-2])
+        return tuple(batch) + (x.shape[-2], n), torch.int8
+    if op.opcode in ("ADD", "MUL"):
         return tuple(torch.broadcast_shapes(x.shape, tensors[1].shape)), torch.int8
+    if op.opcode in ("SOFTMAX", "HARD_SWISH", "LUT", "REQUANTIZE"):
+        return tuple(x.shape), torch.int8
+    if op.opcode == "MEAN_HW":  # [N, H, W, C] -> [N, 1, 1, C] (the runtime also takes its view [N, C])
+        return (x.shape[0], 1, 1, x.shape[3]), torch.int8
     if op.opcode == "QUANTIZE":  # channels_last: [N, C, spatial...] written as [N, spatial..., C]
         shape = tuple(x.shape)
         return (shape[:1] + shape[2:] + shape[1:2] if p["channels_last"] else shape), torch.int8
     if op.opcode == "DEQUANTIZE":
         return tuple(x.shape), torch.float32
     raise NotImplementedError(f"no output shape rule for {op.opcode}")
+
+
+def output_shape(op: OplibOp, tensors, params: dict) -> tuple[int, ...]:
+    """The op's output shape for these input tensors and parameter values."""
+    return tuple(_output(op, tensors, params)[0])
 
 
 def _split(op: OplibOp, args):

@@ -19,5 +19,13 @@
   X(quantized_add, ADD, 2)                               \
   X(quantized_avg_pool2d, AVG_POOL2D, 1)                 \
   X(quantized_max_pool2d, MAX_POOL2D, 1)                 \
+  X(quantized_transpose_conv2d, TRANSPOSE_CONV2D, 1)     \
+  X(quantized_batch_matmul, BATCH_MATMUL, 2)             \
+  X(quantized_mul, MUL, 2)                               \
+  X(quantized_softmax, SOFTMAX, 1)                       \
+  X(quantized_mean_hw, MEAN_HW, 1)                       \
+  X(quantized_hardswish, HARD_SWISH, 1)                  \
+  X(quantized_lut, LUT, 1)                               \
+  X(requantize, REQUANTIZE, 1)                           \
   X(quantize_per_tensor, QUANTIZE, 1)                    \
   X(dequantize_per_tensor, DEQUANTIZE, 1)

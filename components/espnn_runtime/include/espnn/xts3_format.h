@@ -222,6 +222,10 @@ constexpr Aliasing OpAliasing(Opcode op) {
 // input_left_shift), diff_min <= 0. Output is fixed at scale 1/256, zp -128.
 #define ESPNN_XTS3_PARAMS_SOFTMAX(F) \
   F(input_mult) F(input_left_shift) F(diff_min)
+// The output quantization SOFTMAX and MASKED_SOFTMAX require of their
+// output tensor record.
+constexpr int32_t kSoftmaxOutZeroPoint = -128;
+constexpr float kSoftmaxOutScale = 1.0f / 256.0f;
 // MASKED_SOFTMAX: SOFTMAX over the positions its constant 0/1 mask allows
 // (input 1, [mask rows, width]; row r of the input uses mask row r % mask
 // rows); masked positions and fully masked rows give probability 0 (-128).

@@ -36,8 +36,8 @@ Status ValidateSoftmaxCore(const Model& m, const OpInfo& op, const SOFTMAX_Param
   // The kernel writes its result in units of 1/256 offset by -128; any other
   // output quantization would be read wrongly by the next op. The scale is
   // compared with a tolerance (as TFLite does) because it went through float.
-  const float kOutScale = 1.0f / 256.0f;
-  if (out.zero_point != -128 || fabsf(out.scale - kOutScale) > 1e-3f * kOutScale)
+  if (out.zero_point != kSoftmaxOutZeroPoint ||
+      fabsf(out.scale - kSoftmaxOutScale) > 1e-3f * kSoftmaxOutScale)
     return ops::Fail("output quantization (scale %g, zero point %d) must be scale 1/256, "
                      "zero point -128",
                      (double)out.scale, (int)out.zero_point);
