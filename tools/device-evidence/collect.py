@@ -163,13 +163,14 @@ def _pte_models() -> dict[str, tuple[str, float]]:
 PTE_MODELS = _pte_models()
 
 
-def _pte(name: str, spec: str, atol: float):
+def _pte(name: str, spec: str, atol: float, mode: str = "delegate"):
     def make(work: Path) -> Path:
         from executorch_espnn import pte_suite
 
-        pte, out = work / f"{name}.pte", work / f"{name}.xtsp"
+        stem = name if mode == "delegate" else f"{name}-{mode}"
+        pte, out = work / f"{stem}.pte", work / f"{stem}.xtsp"
         # (CPU fallback is espnn compile's default: what ESP-NN cannot take stays on the CPU.)
-        emulated.espnn("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1")
+        emulated.espnn("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1", "--mode", mode)
         suite = pte_suite.make_suite(pte.read_bytes(), cases=2, runs=1, atol=atol, prefix=f"{name}.")
         out.write_bytes(pte_suite.write_suite(suite))
         return out
@@ -209,6 +210,11 @@ SUITES = [
     Suite("efficientnet_b0", SIMD_AND_ANSI, _model("efficientnet_b0")),
     *[Suite(m, SIMD_AND_ANSI, _model(m)) for m in STANDARD_MODULE_MODELS],
     *[Suite(f"pte_{m}", ["esp32s3-pte"], _pte(m, spec, atol), kind="pte") for m, (spec, atol) in PTE_MODELS.items()],
+    # The same programs in the operator-library mode (espnn:: kernels between
+    # ExecuTorch's own memory plan, docs/oplib.md), for docs/performance.md's
+    # comparison of the two modes on the chip.
+    *[Suite(f"pte_oplib_{m}", ["esp32s3-pte"], _pte(m, spec, atol, "oplib"), kind="pte")
+      for m, (spec, atol) in PTE_MODELS.items()],
     Suite("pte_dim_order_refusal", ["esp32s3-pte"], _dim_order_refusal, kind="pte"),
 ]
 
