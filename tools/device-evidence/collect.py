@@ -64,8 +64,12 @@ BUILDS = [
     BuildSpec("esp32s3", "esp32s3", [], what="as shipped: octal PSRAM, ESP-NN optimized (S3 assembly)"),
     BuildSpec("esp32s3-ansi", "esp32s3", ["CONFIG_NN_ANSI_C=y"], what="as shipped, ESP-NN ANSI C kernels"),
     BuildSpec("esp32", "esp32", [], what="as shipped: no PSRAM"),
-    BuildSpec("esp32s3-pte", "esp32s3", [], pte=True,
-              what=".pte mode (ExecuTorch runtime + EspNNBackend + portable kernels), octal PSRAM"),
+    # The operator-library programs were lowered on the host, whose ESP-NN
+    # build sizes no SIMD scratch: their kernels take the S3's from
+    # ExecuTorch's temp allocator, so its pool holds the largest (in PSRAM).
+    BuildSpec("esp32s3-pte", "esp32s3", ["CONFIG_ESPNN_RUNNER_TEMP_POOL_KB=1024"], pte=True,
+              what=".pte mode (ExecuTorch runtime + EspNNBackend + espnn:: kernels + portable kernels), "
+                   "octal PSRAM, 1 MiB temp pool"),
 ]
 
 
