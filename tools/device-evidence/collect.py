@@ -171,7 +171,7 @@ def _pte(name: str, spec: str, atol: float, mode: str = "delegate"):
     def make(work: Path) -> Path:
         from executorch_espnn import pte_suite
 
-        stem = name if mode == "delegate" else f"{name}-{mode}"
+        stem = name if mode == "delegate" else f"{mode}_{name}"  # the suite name without pte_
         pte, out = work / f"{stem}.pte", work / f"{stem}.xtsp"
         # (CPU fallback is espnn compile's default: what ESP-NN cannot take stays on the CPU.)
         emulated.espnn("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1", "--mode", mode)
