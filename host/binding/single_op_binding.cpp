@@ -71,7 +71,16 @@ void bind_single_op(py::module_& m) {
       [](uint16_t opcode, const std::vector<std::optional<py::array>>& inputs, uint32_t activations,
          const std::vector<py::array>& outputs, const std::vector<int32_t>& params) {
         Call call(opcode, inputs, activations, outputs, params);
-        const Status s = RunSingleOp(call.call);
+        // Like ExecuTorch's memory plan for the kernels: the scratch the
+        // call needs, 16-byte aligned, from the caller (RunSingleOp has none).
+        uint32_t bytes = 0;
+        Status s = SingleOpScratchBytes(call.call, &bytes);
+        std::vector<uint8_t> scratch(bytes ? bytes + 15 : 0);
+        if (s.ok() && bytes) {
+          call.call.scratch = (void*)(((uintptr_t)scratch.data() + 15) & ~(uintptr_t)15);
+          call.call.scratch_bytes = bytes;
+        }
+        if (s.ok()) s = RunSingleOp(call.call);
         if (!s.ok()) throw py::value_error(s.message());
       },
       py::arg("opcode"), py::arg("inputs"), py::arg("activations"), py::arg("outputs"), py::arg("params"),

@@ -149,6 +149,23 @@ def test_scratch_is_a_buffer_executorch_plans():
         assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
 
 
+def test_a_program_planned_with_too_little_scratch_takes_it_from_the_temp_allocator():
+    """A .pte lowered where ESP-NN needs less scratch than the target's (the
+    host's ANSI build vs an ESP32-S3's SIMD kernels) still runs: the kernel
+    takes what is missing from ExecuTorch's temp allocator, not the heap."""
+    ep = _quantized_export(GroupedDilated(), (1, 4, 8, 8))
+    edge = to_espnn_oplib(ep)
+    graph = edge.exported_program().graph
+    for conv in [n for n in graph.nodes if "quantized_conv2d" in str(n.target)]:
+        empty = conv.args[-1]
+        empty.args = ([16],) + empty.args[1:]  # less than the staged conv needs
+        empty.meta["val"] = empty.meta["val"].new_empty((16,))
+    oplib = edge.to_executorch().buffer
+    delegate = to_espnn_edge(ep, allow_cpu_fallback=False).to_executorch().buffer
+    x = (torch.randn(1, 4, 8, 8) * 2,)
+    assert run_pte(oplib, x)[0].numpy().tobytes() == run_pte(delegate, x)[0].numpy().tobytes()
+
+
 class ConvCat(torch.nn.Module):
     def __init__(self):
         super().__init__()

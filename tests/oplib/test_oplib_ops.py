@@ -26,3 +26,17 @@ def test_reference_is_the_runtime_op_and_its_checks():
     # the runtime's parameter check (quantization.cpp validate), not a Python copy
     with pytest.raises(ValueError, match="scale_f32 must be a finite positive float"):
         torch.ops.espnn.dequantize_per_tensor(a, -1.0, 0)
+
+
+def test_the_op_reads_the_callers_bytes_in_place():
+    """RunSingleOp copies nothing: the op runs on the caller's buffers
+    (ParseModel's tensor_data), so they must meet the arena's alignment; a
+    copy into a private arena would have hidden a misaligned input."""
+    dq = _native.OPCODES["DEQUANTIZE"]["opcode"]
+    q = np.zeros(17, np.int8)
+    out = np.zeros(16, np.float32)
+    scale_bits = int(np.float32(0.5).view(np.int32))
+    params = [scale_bits, 0] + [0] * (len(_native.OPCODES["DEQUANTIZE"]["params"]) - 2)
+    _native.run_op(dq, [q[:16]], 1, [out], params)  # a fresh array: 16-byte aligned
+    with pytest.raises(ValueError, match="not 16-byte aligned"):
+        _native.run_op(dq, [q[1:]], 1, [out], params)

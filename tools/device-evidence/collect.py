@@ -64,8 +64,12 @@ BUILDS = [
     BuildSpec("esp32s3", "esp32s3", [], what="as shipped: octal PSRAM, ESP-NN optimized (S3 assembly)"),
     BuildSpec("esp32s3-ansi", "esp32s3", ["CONFIG_NN_ANSI_C=y"], what="as shipped, ESP-NN ANSI C kernels"),
     BuildSpec("esp32", "esp32", [], what="as shipped: no PSRAM"),
-    BuildSpec("esp32s3-pte", "esp32s3", [], pte=True,
-              what=".pte mode (ExecuTorch runtime + EspNNBackend + portable kernels), octal PSRAM"),
+    # The operator-library programs were lowered on the host, whose ESP-NN
+    # build sizes no SIMD scratch: their kernels take the S3's from
+    # ExecuTorch's temp allocator, so its pool holds the largest (in PSRAM).
+    BuildSpec("esp32s3-pte", "esp32s3", ["CONFIG_ESPNN_RUNNER_TEMP_POOL_KB=1024"], pte=True,
+              what=".pte mode (ExecuTorch runtime + EspNNBackend + espnn:: kernels + portable kernels), "
+                   "octal PSRAM, 1 MiB temp pool"),
 ]
 
 
@@ -163,13 +167,14 @@ def _pte_models() -> dict[str, tuple[str, float]]:
 PTE_MODELS = _pte_models()
 
 
-def _pte(name: str, spec: str, atol: float):
+def _pte(name: str, spec: str, atol: float, mode: str = "delegate"):
     def make(work: Path) -> Path:
         from executorch_espnn import pte_suite
 
-        pte, out = work / f"{name}.pte", work / f"{name}.xtsp"
+        stem = name if mode == "delegate" else f"{mode}_{name}"  # the suite name without pte_
+        pte, out = work / f"{stem}.pte", work / f"{stem}.xtsp"
         # (CPU fallback is espnn compile's default: what ESP-NN cannot take stays on the CPU.)
-        emulated.espnn("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1")
+        emulated.espnn("compile", spec, "-o", str(pte), "-q", "--verify-samples", "1", "--mode", mode)
         suite = pte_suite.make_suite(pte.read_bytes(), cases=2, runs=1, atol=atol, prefix=f"{name}.")
         out.write_bytes(pte_suite.write_suite(suite))
         return out
@@ -209,6 +214,11 @@ SUITES = [
     Suite("efficientnet_b0", SIMD_AND_ANSI, _model("efficientnet_b0")),
     *[Suite(m, SIMD_AND_ANSI, _model(m)) for m in STANDARD_MODULE_MODELS],
     *[Suite(f"pte_{m}", ["esp32s3-pte"], _pte(m, spec, atol), kind="pte") for m, (spec, atol) in PTE_MODELS.items()],
+    # The same programs in the operator-library mode (espnn:: kernels between
+    # ExecuTorch's own memory plan, docs/oplib.md), for docs/performance.md's
+    # comparison of the two modes on the chip.
+    *[Suite(f"pte_oplib_{m}", ["esp32s3-pte"], _pte(m, spec, atol, "oplib"), kind="pte")
+      for m, (spec, atol) in PTE_MODELS.items()],
     Suite("pte_dim_order_refusal", ["esp32s3-pte"], _dim_order_refusal, kind="pte"),
 ]
 

@@ -198,13 +198,15 @@ def executorch_build(target: str, ops: list[str] | None = None) -> tuple[Path | 
 
 
 def program_operators(pte: bytes) -> set[str]:
-    """The operators a .pte's methods call (ExecuTorch's own reader), as
-    build-executorch-esp.sh --ops wants them: 'aten::cumsum.out'."""
+    """The operators a .pte's methods call that ExecuTorch's kernels provide
+    (ExecuTorch's own reader), as build-executorch-esp.sh --ops wants them:
+    'aten::cumsum.out'. The operator-library ops (espnn::*) are left out: the
+    component registers their kernels itself (CONFIG_ESPNN_EXECUTORCH_OPLIB)."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     program = deserialize_pte_binary(pte).program
     return {f"{op.name}.{op.overload}" if op.overload else op.name
-            for plan in program.execution_plan for op in plan.operators}
+            for plan in program.execution_plan for op in plan.operators if not op.name.startswith("espnn::")}
 
 
 QEMU_ESP = REPO / "tools/qemu-esp/qemu-esp"

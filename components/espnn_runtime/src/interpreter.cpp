@@ -19,6 +19,7 @@ TensorInfo EvalContext::tensor(uint16_t index) const {
 const uint8_t* EvalContext::in(uint16_t index) const {
   if (index == kNoTensor) return nullptr;
   if (const TensorView* v = view(index)) return v->data;
+  if (model->caller_tensors()) return model->tensor_bytes(index);
   TensorInfo t = model->tensor(index);
   if ((t.flags & kTensorFlagExternal) != 0) {
     for (uint32_t i = 0; i < model->num_inputs(); ++i)
@@ -30,12 +31,14 @@ const uint8_t* EvalContext::in(uint16_t index) const {
 
 uint8_t* EvalContext::out(uint16_t index) const {
   if (const TensorView* v = view(index)) return v->data;
+  if (model->caller_tensors()) return model->tensor_bytes(index);
   return arena + model->tensor(index).offset;
 }
 
 MemoryRequirements ComputeMemoryRequirements(const Model& model) {
   MemoryRequirements r;
-  r.arena_bytes = model.arena_size();
+  // A program on caller tensors (ParseModel's tensor_data) has no arena.
+  r.arena_bytes = model.caller_tensors() ? 0 : model.arena_size();
   uint32_t scratch = 0;
   for (uint32_t i = 0; i < model.num_ops(); ++i) {
     OpInfo op = model.op(i);
@@ -97,6 +100,7 @@ Status Interpreter::Init(const Model* model, void* arena, size_t arena_bytes, vo
 }
 
 void* Interpreter::input_data(uint32_t i) const {
+  if (model_->caller_tensors()) return model_->tensor_bytes(model_->input(i));
   if ((input_info(i).flags & kTensorFlagExternal) != 0) return nullptr;
   return arena_ + input_info(i).offset;
 }
@@ -123,7 +127,10 @@ Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
   return Status::Ok();
 }
 
-const void* Interpreter::output_data(uint32_t i) const { return arena_ + output_info(i).offset; }
+const void* Interpreter::output_data(uint32_t i) const {
+  if (model_->caller_tensors()) return model_->tensor_bytes(model_->output(i));
+  return arena_ + output_info(i).offset;
+}
 
 Status Interpreter::InvokeOp(uint32_t index) {
   if (model_ == nullptr)

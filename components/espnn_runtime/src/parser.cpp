@@ -172,8 +172,11 @@ Status ParseHeaderAndSections(const uint8_t* p, uint32_t size, uint16_t* version
   return Status::Ok();
 }
 
+// `bound`: this tensor's caller address when the program runs on caller
+// tensors (ParseModel's tensor_data), else nullptr.
 Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec,
-                         uint32_t arena_size, uint32_t constants_bytes, uint16_t version) {
+                         uint32_t arena_size, uint32_t constants_bytes, uint16_t version,
+                         void* const* bound) {
   const uint32_t esize = DTypeSize(t.dtype);
   if (esize == 0)
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: unknown dtype %u", (unsigned)index,
@@ -234,6 +237,19 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
   if (!(t.scale >= 0.0f) || isinf(t.scale))
     return Status::Error(StatusCode::kInvalidBlob, "tensor %u: scale must be finite and >= 0",
                          (unsigned)index);
+  if (bound != nullptr) {
+    // Caller tensors: every tensor is at its own address, so there is no
+    // EXTERNAL binding or band buffer to describe.
+    const uintptr_t need = t.memory == Memory::ARENA ? kArenaAlignment : esize;
+    if (flags != 0)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "tensor %u: flags 0x%x in a program on caller tensors", (unsigned)index,
+                           (unsigned)flags);
+    if (*bound == nullptr || (uintptr_t)*bound % need != 0)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "tensor %u: the caller's data at %p is not %u-byte aligned", (unsigned)index,
+                           *bound, (unsigned)need);
+  }
   if (flags & kTensorFlagExternal) {
     // Caller-provided bytes: no arena space, so no arena range to check.
     if (t.dtype != DType::FLOAT32 || t.memory != Memory::ARENA || t.offset != 0 ||
@@ -258,7 +274,7 @@ Status CheckTensorRecord(const TensorInfo& t, uint32_t index, const uint8_t* rec
                            "tensor %u: %s constant at offset %u is not %u-byte aligned",
                            (unsigned)index, DTypeName(t.dtype), (unsigned)t.offset,
                            (unsigned)esize);
-    if (!RangeOk(t.offset, t.nbytes, constants_bytes))
+    if (bound == nullptr && !RangeOk(t.offset, t.nbytes, constants_bytes))
       return Status::Error(StatusCode::kInvalidBlob,
                            "tensor %u: constant bytes [%u, +%u) exceed the %u-byte CONSTANTS section",
                            (unsigned)index, (unsigned)t.offset, (unsigned)t.nbytes,
@@ -620,6 +636,7 @@ TensorInfo Model::tensor(uint32_t index) const {
   t.zero_point = (int32_t)LoadU32(r + kTenZeroPoint);
   t.scale = LoadF32(r + kTenScale);
   for (uint32_t d = 0; d < kMaxRank; ++d) t.dims[d] = LoadU32(r + kTenDims + 4 * d);
+  t.index = (uint16_t)index;
   return t;
 }
 
@@ -648,10 +665,11 @@ OpInfo Model::op(uint32_t index) const {
 uint16_t Model::ReadU16At(SectionSlot s, uint32_t i) const { return LoadU16(section_[s] + 2u * i); }
 
 const uint8_t* Model::constant_data(const TensorInfo& t) const {
-  return t.memory == Memory::CONSTANT ? section_[kConstants] + t.offset : nullptr;
+  if (t.memory != Memory::CONSTANT) return nullptr;
+  return tensor_data_ ? (const uint8_t*)tensor_data_[t.index] : section_[kConstants] + t.offset;
 }
 
-Status ParseModel(const void* data, size_t size, Model* out) {
+Status ParseModel(const void* data, size_t size, Model* out, void* const* tensor_data) {
   *out = Model();
   if (data == nullptr)
     return Status::Error(StatusCode::kInvalidArgument, "blob pointer is null");
@@ -692,8 +710,9 @@ Status ParseModel(const void* data, size_t size, Model* out) {
     ESPNN_RETURN_IF_ERROR(CheckTensorRecord(m.tensor(i), i,
                                             m.section_[Model::kTensors] + i * kTensorRecordSize,
                                             m.arena_size_, m.section_bytes_[Model::kConstants],
-                                            m.version_));
+                                            m.version_, tensor_data ? &tensor_data[i] : nullptr));
   }
+  m.tensor_data_ = tensor_data;  // op validation reads bound constants (constant_data)
 
   TensorBitset defined, graph_inputs;
   for (uint32_t i = 0; i < m.num_inputs(); ++i) {

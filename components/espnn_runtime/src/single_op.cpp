@@ -3,10 +3,11 @@
 // The program is written with the format constants of xts3_format.h and then
 // handed to the same ParseModel / Interpreter the delegate uses, so a call
 // the parser would refuse in a delegated program is refused here with the
-// same message.
+// same message. It holds records only: ParseModel's tensor_data points every
+// tensor at the caller's bytes, so nothing is copied and nothing allocated
+// (the blob is on the stack; the scratch is the caller's).
 #include "espnn/single_op.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "espnn/interpreter.h"
@@ -28,30 +29,15 @@ uint64_t TensorBytes(const SingleOpTensor& t) {
   return n;
 }
 
-// One 16-byte aligned block from malloc (the platform's, on every target),
-// freed when it goes out of scope.
-class AlignedBlock {
- public:
-  explicit AlignedBlock(size_t bytes) : raw_(bytes ? malloc(bytes + 15) : nullptr) {}
-  ~AlignedBlock() { free(raw_); }
-  AlignedBlock(const AlignedBlock&) = delete;
-  AlignedBlock& operator=(const AlignedBlock&) = delete;
-  uint8_t* get() const {
-    return raw_ ? (uint8_t*)(((uintptr_t)raw_ + 15) & ~(uintptr_t)15) : nullptr;
-  }
-
- private:
-  void* raw_;
-};
-
 // The tensors of the program: inputs (absent optional ones get kNoTensor),
 // then outputs, in call order.
 struct Layout {
   uint16_t index[kMaxOpInputs + kMaxOpOutputs];
   uint32_t offset[kMaxOpInputs + kMaxOpOutputs];  // arena or constants offset
   uint16_t graph_inputs[kMaxOpInputs];  // the activations among the inputs
+  void* data[kMaxOpInputs + kMaxOpOutputs];  // by tensor index: the caller's bytes
   uint32_t num_graph_inputs = 0;
-  uint32_t num_tensors = 0, arena_bytes = 0, constant_bytes = 0;
+  uint32_t num_tensors = 0, arena_bytes = 0;  // arena_bytes: the virtual arena's
 };
 
 Status PlanLayout(const SingleOpCall& c, Layout* l) {
@@ -72,14 +58,22 @@ Status PlanLayout(const SingleOpCall& c, Layout* l) {
     const uint64_t n = TensorBytes(t);
     if (n > kMaxTensorBytes)
       return Status::Error(StatusCode::kInvalidArgument, "tensor of %llu bytes", (unsigned long long)n);
-    uint32_t& cursor = t.constant ? l->constant_bytes : l->arena_bytes;
-    // The sum of the call's tensors must stay a valid XTS3 size (no 32-bit wrap).
-    if ((uint64_t)cursor + n + 2 * kArenaAlignment > kMaxArenaBytes)
-      return Status::Error(StatusCode::kInvalidArgument, "the call's tensors exceed %u bytes",
-                           (unsigned)kMaxArenaBytes);
-    cursor = Align(cursor, t.constant ? kConstantAlignment : kArenaAlignment);
-    l->offset[i] = cursor;
-    cursor += (uint32_t)n;
+    // Activations get disjoint offsets in a virtual arena, so the parser's
+    // and the ops' aliasing checks see what ExecuTorch guarantees (an op's
+    // tensors do not overlap); the bytes stay where the caller has them.
+    // Constants are read in place: their records' offsets are 0.
+    if (t.constant) {
+      l->offset[i] = 0;
+    } else {
+      // The sum of the call's tensors must stay a valid XTS3 size (no 32-bit wrap).
+      if ((uint64_t)l->arena_bytes + n + 2 * kArenaAlignment > kMaxArenaBytes)
+        return Status::Error(StatusCode::kInvalidArgument, "the call's tensors exceed %u bytes",
+                             (unsigned)kMaxArenaBytes);
+      l->arena_bytes = Align(l->arena_bytes, kArenaAlignment);
+      l->offset[i] = l->arena_bytes;
+      l->arena_bytes += (uint32_t)n;
+    }
+    l->data[l->num_tensors] = t.data;
     l->index[i] = (uint16_t)l->num_tensors++;
     if (is_input && !t.constant) l->graph_inputs[l->num_graph_inputs++] = l->index[i];
   }
@@ -105,7 +99,7 @@ Sections SectionLayout(const SingleOpCall& c, const Layout& l) {
     cursor = Align(cursor, constants ? kConstantAlignment : 4u);
     s.offset[k] = cursor;
     s.count[k] = constants ? 0 : counts[k];
-    s.bytes[k] = constants ? l.constant_bytes : s.count[k] * record[k];
+    s.bytes[k] = constants ? 0 : s.count[k] * record[k];  // constants stay the caller's
     cursor += s.bytes[k];
   }
   s.total = Align(cursor, kBlobAlignment);
@@ -132,7 +126,6 @@ void WriteProgram(const SingleOpCall& c, const Layout& l, const Sections& s, uin
   uint8_t* sec[kNumSectionKinds];
   for (uint32_t k = 0; k < kNumSectionKinds; ++k) sec[k] = blob + s.offset[k];
   uint8_t* tensors = sec[(uint32_t)Section::TENSORS - 1];
-  uint8_t* constants = sec[(uint32_t)Section::CONSTANTS - 1];
   for (uint32_t i = 0; i < c.num_inputs + c.num_outputs; ++i) {
     PutU16(sec[(uint32_t)Section::OP_IO - 1] + 2 * i, l.index[i]);
     if (l.index[i] == kNoTensor) continue;
@@ -154,7 +147,6 @@ void WriteProgram(const SingleOpCall& c, const Layout& l, const Sections& s, uin
     PutU32(r + kTenZeroPoint, (uint32_t)zero_point);
     memcpy(r + kTenScale, &scale, 4);
     for (uint32_t d = 0; d < t.rank; ++d) PutU32(r + kTenDims + 4 * d, t.dims[d]);
-    if (t.constant) memcpy(constants + l.offset[i], t.data, TensorBytes(t));
   }
   uint8_t* op = sec[(uint32_t)Section::OPS - 1];
   PutU16(op + kOpOpcode, (uint16_t)c.opcode);
@@ -170,26 +162,35 @@ void WriteProgram(const SingleOpCall& c, const Layout& l, const Sections& s, uin
     PutU16(sec[(uint32_t)Section::INPUTS - 1] + 2 * i, l.graph_inputs[i]);
 }
 
+// The largest program a call can need: every record at its bound (inputs,
+// outputs, parameter words), plus the alignment padding of each section.
+constexpr uint32_t kMaxCallTensors = kMaxOpInputs + kMaxOpOutputs;
+constexpr uint32_t kMaxCallParams = 64;
+constexpr uint32_t kMaxProgramBytes = kHeaderSize + kNumSectionKinds * kSectionEntrySize +
+                                      kMaxCallTensors * kTensorRecordSize + kOpRecordSize +
+                                      3 * 2 * kMaxCallTensors + 4 * kMaxCallParams +
+                                      kNumSectionKinds * kConstantAlignment + kBlobAlignment;
+
 // The call's program, written and parsed: what both entry points start from.
+// About 2 KB, on the caller's stack.
 class Program {
  public:
   Status Prepare(const SingleOpCall& c) {
+    if (c.num_params > kMaxCallParams)
+      return Status::Error(StatusCode::kInvalidArgument, "%u parameter words; a call takes at most %u",
+                           (unsigned)c.num_params, (unsigned)kMaxCallParams);
     ESPNN_RETURN_IF_ERROR(PlanLayout(c, &layout_));
     const Sections s = SectionLayout(c, layout_);
-    blob_ = new AlignedBlock(s.total);
-    if (blob_->get() == nullptr)
-      return Status::Error(StatusCode::kInvalidArgument, "out of memory for a %u-byte program",
-                           (unsigned)s.total);
-    WriteProgram(c, layout_, s, blob_->get());
-    return ParseModel(blob_->get(), s.total, &model_);
+    if (s.total > sizeof(blob_))  // not reachable with the bounds above; kept as the invariant
+      return Status::Error(StatusCode::kInvalidArgument, "a %u-byte program", (unsigned)s.total);
+    WriteProgram(c, layout_, s, blob_);
+    return ParseModel(blob_, s.total, &model_, layout_.data);
   }
-  ~Program() { delete blob_; }
-  const Layout& layout() const { return layout_; }
   const Model& model() const { return model_; }
 
  private:
   Layout layout_;
-  AlignedBlock* blob_ = nullptr;
+  alignas(16) uint8_t blob_[kMaxProgramBytes];
   Model model_;
 };
 
@@ -210,26 +211,20 @@ Status SingleOpScratchBytes(const SingleOpCall& c, uint32_t* bytes) {
 Status RunSingleOp(const SingleOpCall& c) {
   Program p;
   ESPNN_RETURN_IF_ERROR(p.Prepare(c));
-  const Layout& l = p.layout();
   const MemoryRequirements need = ComputeMemoryRequirements(p.model());
-  AlignedBlock arena(l.arena_bytes), own_scratch(c.scratch ? 0 : need.scratch_bytes);
-  if (l.arena_bytes && arena.get() == nullptr)
-    return Status::Error(StatusCode::kInvalidArgument, "out of memory for a %u-byte arena",
-                         (unsigned)l.arena_bytes);
-  void* scratch = c.scratch ? c.scratch : own_scratch.get();
-  const size_t scratch_bytes = c.scratch ? c.scratch_bytes : need.scratch_bytes;
-  if (need.scratch_bytes && scratch == nullptr)
-    return Status::Error(StatusCode::kInvalidArgument, "out of memory for %u scratch bytes",
-                         (unsigned)need.scratch_bytes);
+  void* scratch = c.scratch;
+  uint32_t scratch_bytes = c.scratch ? c.scratch_bytes : 0;
+  if (need.scratch_bytes > scratch_bytes) {
+    scratch = c.more_scratch ? c.more_scratch(c.more_scratch_user, need.scratch_bytes) : nullptr;
+    if (scratch == nullptr)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "the op needs %u scratch bytes, the call has %u (plan them: SingleOpScratchBytes)",
+                           (unsigned)need.scratch_bytes, (unsigned)scratch_bytes);
+    scratch_bytes = need.scratch_bytes;
+  }
   Interpreter interp;
-  ESPNN_RETURN_IF_ERROR(interp.Init(&p.model(), arena.get(), l.arena_bytes, scratch, scratch_bytes));
-  for (uint32_t i = 0; i < c.num_inputs; ++i)
-    if (l.index[i] != kNoTensor && !c.inputs[i].constant)
-      memcpy(arena.get() + l.offset[i], c.inputs[i].data, TensorBytes(c.inputs[i]));
-  ESPNN_RETURN_IF_ERROR(interp.Invoke());
-  for (uint32_t o = 0; o < c.num_outputs; ++o)
-    memcpy(c.outputs[o].data, arena.get() + l.offset[c.num_inputs + o], TensorBytes(c.outputs[o]));
-  return Status::Ok();
+  ESPNN_RETURN_IF_ERROR(interp.Init(&p.model(), nullptr, 0, scratch, scratch_bytes));
+  return interp.Invoke();
 }
 
 }  // namespace espnn

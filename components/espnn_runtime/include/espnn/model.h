@@ -25,6 +25,7 @@ struct TensorInfo {
   int32_t zero_point;
   float scale;
   uint32_t dims[xts3::kMaxRank];  // dims[rank..] are 0
+  uint16_t index;  // the tensor's position in the TENSORS section (Model::tensor sets it)
 
   uint32_t num_elements() const;
   // Dimension counted from the end: inner(0) is the last dimension.
@@ -76,9 +77,16 @@ class Model {
   uint16_t output(uint32_t i) const { return ReadU16At(kOutputs, i); }
   // Bytes of a CONSTANT tensor (nullptr for an arena tensor).
   const uint8_t* constant_data(const TensorInfo& t) const;
+  // A program parsed with `tensor_data` (ParseModel) reads and writes every
+  // tensor at the caller's address instead of the arena or the CONSTANTS
+  // section: tensor_bytes(i) is that address, nullptr for other programs.
+  uint8_t* tensor_bytes(uint32_t index) const {
+    return tensor_data_ ? (uint8_t*)tensor_data_[index] : nullptr;
+  }
+  bool caller_tensors() const { return tensor_data_ != nullptr; }
 
  private:
-  friend Status ParseModel(const void* data, size_t size, Model* out);
+  friend Status ParseModel(const void* data, size_t size, Model* out, void* const* tensor_data);
   enum SectionSlot { kTensors, kOps, kOpIo, kParams, kConstants, kInputs, kOutputs, kNumSlots };
   uint16_t ReadU16At(SectionSlot s, uint32_t i) const;
 
@@ -89,11 +97,22 @@ class Model {
   const uint8_t* section_[kNumSlots] = {};
   uint32_t section_bytes_[kNumSlots] = {};
   uint32_t count_[kNumSlots] = {};
+  void* const* tensor_data_ = nullptr;
 };
 
 // Parses and validates `size` bytes at `data` (which must be 16-byte
 // aligned). On error `out` is left empty and the Status says what and where.
-Status ParseModel(const void* data, size_t size, Model* out);
+//
+// With `tensor_data` (one address per tensor, which must outlive the Model)
+// the program's tensors live where the caller holds them: arena tensors at
+// 16-byte aligned addresses, constants at addresses aligned to their element
+// size, none of them in the blob's CONSTANTS section, and the program needs
+// no arena (ComputeMemoryRequirements says 0). The records' arena offsets
+// still describe a layout without overlaps, so every aliasing check works
+// on them as for any program; the caller guarantees that the real buffers
+// do not overlap either. This is how one op runs on ExecuTorch's tensors
+// without a copy (espnn/single_op.h).
+Status ParseModel(const void* data, size_t size, Model* out, void* const* tensor_data = nullptr);
 
 const char* OpcodeName(xts3::Opcode op);  // "CONV2D", or "UNKNOWN"
 uint32_t OpcodeMaxInputs(xts3::Opcode op);  // 0 for an unknown opcode

@@ -9,10 +9,11 @@
 // validate), its scratch size and its kernel wrapper are exactly the ones the
 // delegate runs: nothing about an op is restated here.
 //
-// Unlike Interpreter::Invoke, a call allocates (program, arena and, unless
-// the caller gives it, scratch, with malloc) and copies constants into the
-// program and activations in and out: the price of this first version
-// (docs/oplib.md lists what is left).
+// A call allocates nothing and copies no tensor: the one-op program (records
+// only, about 2 KB on the stack) is parsed with ParseModel's tensor_data, so
+// the op reads its inputs and weights and writes its output where the caller
+// holds them, and its scratch is the caller's. What a call costs beyond the
+// kernel is writing and checking that program.
 #pragma once
 
 #include <stddef.h>
@@ -46,9 +47,15 @@ struct SingleOpCall {
   const int32_t* params;  // the opcode's parameter words (xts3_format.h order)
   uint32_t num_params;
   // The op's scratch, planned by the caller (16-byte aligned, at least
-  // SingleOpScratchBytes); nullptr: RunSingleOp allocates it.
+  // SingleOpScratchBytes), or nullptr when it planned none.
   void* scratch = nullptr;
   uint32_t scratch_bytes = 0;
+  // When the op needs more scratch than `scratch_bytes` (a program lowered
+  // on a host whose ESP-NN build needs less than this target's), RunSingleOp
+  // asks for that many 16-byte aligned bytes here (e.g. ExecuTorch's temp
+  // allocator); nullptr, or a nullptr result, fails the call.
+  void* (*more_scratch)(void* user, uint32_t bytes) = nullptr;
+  void* more_scratch_user = nullptr;
 };
 
 // The scratch bytes the op needs (the interpreter's ComputeMemoryRequirements
@@ -60,8 +67,8 @@ Status SingleOpScratchBytes(const SingleOpCall& call, uint32_t* bytes);
 // (the operator-library ops then take a `scratch` argument).
 bool OpcodeHasScratch(xts3::Opcode opcode);
 
-// Runs the op; on error nothing is written to the outputs and the Status
-// carries the parser's or the kernel's message. Callers serialize calls that
+// Runs the op; when the parser or the op's checks refuse the call nothing is
+// written to the outputs, and the Status carries their message. Callers serialize calls that
 // may run concurrently (ESP-NN's scratch is process-wide).
 Status RunSingleOp(const SingleOpCall& call);
 

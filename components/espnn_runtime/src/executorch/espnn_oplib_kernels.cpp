@@ -108,7 +108,16 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::Kerne
     ctx.fail(etr::Error::InvalidArgument);
     return;
   }
-  const SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params, scratch, scratch_bytes};
+  SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params, scratch, scratch_bytes};
+  // The lowering host sized the planned scratch with its own ESP-NN build;
+  // an ESP32-S3's SIMD kernels may need more. Then the kernel takes it from
+  // ExecuTorch's temp allocator (released after this kernel): memory the
+  // application gives the method, never the heap.
+  call.more_scratch = [](void* user, uint32_t bytes) -> void* {
+    etr::Result<void*> temp = static_cast<etr::KernelRuntimeContext*>(user)->allocate_temp(bytes, 16);
+    return temp.ok() ? temp.get() : nullptr;
+  };
+  call.more_scratch_user = &ctx;
   Status s;
   {
     KernelLock lock;  // ESP-NN's scratch pointers are process-wide
