@@ -86,4 +86,6 @@ def test_suite_cases_pass_in_oplib_mode_bit_exact_with_the_delegate(tmp_path):
     rows = [json.loads(line) for line in records.read_text().splitlines()]
     assert {r["test"].split("::")[-1] for r in rows} == {f"{c}[espnn_oplib]" for _, c in SHARED_CASES}
     for r in rows:
-        assert r["result"].startswith("Success") and not r["delegated"], r
+        # The suite counts the aten ops lowered away as "delegated"; the program calls espnn:: kernels.
+        assert r["result"].startswith("Success"), r
+        assert any(op.startswith("espnn::quantized_") for op in r["undelegated_ops"]), r

@@ -100,6 +100,14 @@ class OplibLower(ToEdgeTransformAndLower):
         from ..partition import to_espnn_edge
 
         self.edge_dialect_program = to_espnn_oplib(artifact)
+        if generate_etrecord:
+            # The suite counts the ops lowered as (ops of the edge program before lowering) - (ops after), read
+            # from the ETRecord that to_edge_transform_and_lower keeps: the same record of the unlowered program.
+            from executorch.devtools.etrecord import ETRecord
+            from executorch.exir import to_edge
+
+            before = to_edge(artifact, compile_config=self.edge_compile_conf).exported_program()
+            self.edge_dialect_program._etrecord = ETRecord(edge_dialect_program=before)
         try:
             self.shared["delegate_pte"] = bytes(to_espnn_edge(artifact).to_executorch().buffer)
         except Exception:  # noqa: BLE001 - the delegate's own flow reports its failures; nothing to compare
