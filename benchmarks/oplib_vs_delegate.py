@@ -85,6 +85,7 @@ def _ours(pte: bytes) -> int:
 
 
 def measure(name: str, runs: int, samples: int) -> dict:
+    import executorch.kernels.quantized  # noqa: F401  (out variants of the quantize/dequantize ops left portable)
     import torch
 
     from executorch_espnn import pipeline, runtime, to_espnn_edge
@@ -95,8 +96,16 @@ def measure(name: str, runs: int, samples: int) -> dict:
     calib = [tuple(torch.randn_like(x) for x in example) for _ in range(4)]
     quantized = pipeline.quantize(model, example, calib)
     ep = torch.export.export(quantized, example)
-    ptes = {"delegate": bytes(to_espnn_edge(ep).to_executorch().buffer),
-            "oplib": bytes(to_espnn_oplib(ep).to_executorch().buffer)}
+    lower = {"delegate": to_espnn_edge, "oplib": to_espnn_oplib}
+    ptes, failed = {}, {}
+    for mode, fn in lower.items():
+        try:
+            ptes[mode] = bytes(fn(ep).to_executorch().buffer)
+        except Exception as e:  # noqa: BLE001 - a mode that cannot lower the model is a result, not a crash
+            failed[mode] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
+    if failed:
+        return {"model": name, "failed": failed, "modes": {}, "latency_ratio_oplib_over_delegate": None,
+                "outputs_byte_identical": None}
     programs = {mode: runtime.load_program(pte) for mode, pte in ptes.items()}
 
     gen = torch.Generator().manual_seed(1)
@@ -118,7 +127,7 @@ def measure(name: str, runs: int, samples: int) -> dict:
                     "pte_bytes": len(pte), "host_latency_ms": round(latency[mode], 3),
                     "s3_app_image_bytes": None, "s3_instructions": None}
              for mode, pte in ptes.items()}
-    return {"model": name, "modes": modes, "latency_ratio_oplib_over_delegate": round(
+    return {"model": name, "failed": {}, "modes": modes, "latency_ratio_oplib_over_delegate": round(
         latency["oplib"] / latency["delegate"], 3), "outputs_byte_identical": identical}
 
 
@@ -139,6 +148,8 @@ COLUMNS = ("model", "mode", "ET planned B", "our arena+scratch B", "planned tota
 def rows(result: dict) -> list[list[str]]:
     out = []
     for r in result["models"]:
+        for mode, why in r["failed"].items():
+            out.append([r["model"], mode, f"lowering failed: {why}"] + [""] * (len(COLUMNS) - 3))
         for mode, m in r["modes"].items():
             total = m["planned_memory_bytes"] + m["our_arena_scratch_bytes"]
             out.append([r["model"], mode, f"{m['planned_memory_bytes']:,}", f"{m['our_arena_scratch_bytes']:,}",

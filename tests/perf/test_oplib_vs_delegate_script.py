@@ -31,3 +31,16 @@ def test_script_measures_both_modes(tmp_path, capsys):
     lines = [ln for ln in text.splitlines() if ln.startswith("|")]
     assert len(lines) == 4 and lines[0].startswith("| model | mode |")  # header, rule, two modes
     assert "not device speed" in text and "not measured" in text
+
+
+def test_a_mode_that_cannot_lower_is_a_row_not_a_crash(monkeypatch, capsys):
+    import executorch_espnn.oplib
+
+    def refuse(ep):
+        raise RuntimeError("no espnn:: op for it")
+
+    monkeypatch.setattr(executorch_espnn.oplib, "to_espnn_oplib", refuse)
+    result = oplib_vs_delegate.measure("ds_cnn", runs=1, samples=1)
+    assert result["failed"] == {"oplib": "RuntimeError: no espnn:: op for it"} and result["modes"] == {}
+    (row,) = oplib_vs_delegate.rows({"models": [result]})
+    assert row[:3] == ["ds_cnn", "oplib", "lowering failed: RuntimeError: no espnn:: op for it"]
