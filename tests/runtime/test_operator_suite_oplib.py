@@ -4,20 +4,14 @@ where the delegate runs the same ops, checks the two modes' outputs byte for
 byte. Child run of the ops both modes share, as test_operator_suite_flow.py
 does for the delegate flow."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 pytest.importorskip("executorch")
 pytest.importorskip("executorch.backends.test.suite.operators")
 
-import executorch_espnn  # noqa: E402
+from suite_harness import run_suite_cases  # noqa: E402
 
-SUITE = "executorch.backends.test.suite.operators"
 # The ops both modes run as espnn:: ops / delegate records (docs/oplib.md).
 SHARED_CASES = [
     ("test_conv2d", "test_conv2d_basic"),
@@ -68,22 +62,9 @@ def test_oplib_tester_compares_with_the_delegate_byte_for_byte(monkeypatch):
 
 
 def test_suite_cases_pass_in_oplib_mode_bit_exact_with_the_delegate(tmp_path):
-    import importlib
-
-    records = tmp_path / "records.jsonl"
-    suite_dir = os.path.dirname(importlib.import_module(SUITE).__file__)
-    ids = [os.path.join(suite_dir, f"{mod}.py::{case}[espnn_oplib]") for mod, case in SHARED_CASES]
-    env = dict(os.environ)
-    pkg_root = os.path.dirname(os.path.dirname(executorch_espnn.__file__))
-    env["PYTHONPATH"] = os.pathsep.join([pkg_root, env.get("PYTHONPATH", "")])
-    # --confcutdir: the suite's conftest parametrizes over the flows (test_operator_suite_flow.py says why)
-    cmd = [sys.executable, "-m", "pytest", "-p", "executorch_espnn.testing.suite_plugin", "-m", "flow_espnn_oplib",
-           *ids, "-q", "-p", "no:cacheprovider", "-W", "ignore", "--espnn-suite-json", str(records),
-           "--confcutdir", os.path.dirname(suite_dir)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    proc, rows = run_suite_cases(tmp_path, "espnn_oplib", SHARED_CASES)
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
-    rows = [json.loads(line) for line in records.read_text().splitlines()]
     assert {r["test"].split("::")[-1] for r in rows} == {f"{c}[espnn_oplib]" for _, c in SHARED_CASES}
     for r in rows:
         # The suite counts the aten ops lowered away as "delegated"; the program calls espnn:: kernels.

@@ -58,23 +58,27 @@ def espnn_lower_stage(*args, **kwargs) -> ToEdgeTransformAndLower:
     return ToEdgeTransformAndLower(default_partitioner_cls=EspNNPartitioner, edge_compile_config=EdgeCompileConfig())
 
 
+def _stages(lower, serialize) -> dict:
+    """The harness's stages with our quantizer, `lower` and `serialize`."""
+    stages = Tester.default_stage_classes()
+    stages[StageType.QUANTIZE] = espnn_quantize_stage
+    stages[StageType.TO_EDGE_TRANSFORM_AND_LOWER] = lower
+    stages[StageType.SERIALIZE] = serialize
+    return stages
+
+
+def _flow(name: str, tester, delegated: bool) -> TestFlow:
+    return TestFlow(name, backend=BACKEND_NAME, tester_factory=tester, quantize=True,
+                    quantize_stage_factory=espnn_quantize_stage, is_delegated=delegated)
+
+
 class EspNNTester(Tester):
     def __init__(self, module, example_inputs, dynamic_shapes=None):
-        stages = Tester.default_stage_classes()
-        stages[StageType.QUANTIZE] = espnn_quantize_stage
-        stages[StageType.TO_EDGE_TRANSFORM_AND_LOWER] = espnn_lower_stage
-        stages[StageType.SERIALIZE] = RuntimeSerialize
-        super().__init__(module, example_inputs, stage_classes=stages, dynamic_shapes=dynamic_shapes)
+        super().__init__(module, example_inputs, stage_classes=_stages(espnn_lower_stage, RuntimeSerialize),
+                         dynamic_shapes=dynamic_shapes)
 
 
-ESPNN_TEST_FLOW = TestFlow(
-    FLOW_NAME,
-    backend=BACKEND_NAME,
-    tester_factory=EspNNTester,
-    quantize=True,
-    quantize_stage_factory=espnn_quantize_stage,
-    is_delegated=True,
-)
+ESPNN_TEST_FLOW = _flow(FLOW_NAME, EspNNTester, delegated=True)
 
 
 # -- the operator-library flow ------------------------------------------------------------------------------------
@@ -151,19 +155,10 @@ class BitExactSerialize(RuntimeSerialize):
 
 class EspNNOplibTester(Tester):
     def __init__(self, module, example_inputs, dynamic_shapes=None):
-        self.shared: dict = {}
-        stages = Tester.default_stage_classes()
-        stages[StageType.QUANTIZE] = espnn_quantize_stage
-        stages[StageType.TO_EDGE_TRANSFORM_AND_LOWER] = lambda *a, **k: OplibLower(self.shared)
-        stages[StageType.SERIALIZE] = lambda *a, **k: BitExactSerialize(self.shared)
+        self.shared: dict = {}  # the lowering stage's delegate .pte, for the serialize stage's comparison
+        stages = _stages(lambda *a, **k: OplibLower(self.shared), lambda *a, **k: BitExactSerialize(self.shared))
         super().__init__(module, example_inputs, stage_classes=stages, dynamic_shapes=dynamic_shapes)
 
 
-ESPNN_OPLIB_TEST_FLOW = TestFlow(
-    OPLIB_FLOW_NAME,
-    backend=BACKEND_NAME,
-    tester_factory=EspNNOplibTester,
-    quantize=True,
-    quantize_stage_factory=espnn_quantize_stage,
-    is_delegated=False,  # espnn:: ops are kernel calls, not CALL_DELEGATE nodes
-)
+# espnn:: ops are kernel calls, not CALL_DELEGATE nodes: not a delegated flow.
+ESPNN_OPLIB_TEST_FLOW = _flow(OPLIB_FLOW_NAME, EspNNOplibTester, delegated=False)
