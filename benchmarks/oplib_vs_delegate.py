@@ -103,15 +103,13 @@ def measure(name: str, runs: int, samples: int) -> dict:
             ptes[mode] = bytes(fn(ep).to_executorch().buffer)
         except Exception as e:  # noqa: BLE001 - a mode that cannot lower the model is a result, not a crash
             failed[mode] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
-    if failed:
-        return {"model": name, "failed": failed, "modes": {}, "latency_ratio_oplib_over_delegate": None,
-                "outputs_byte_identical": None}
+    both = not failed  # the comparisons need both programs; each one's own figures do not
     programs = {mode: runtime.load_program(pte) for mode, pte in ptes.items()}
 
     gen = torch.Generator().manual_seed(1)
     inputs = [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(samples)]
-    identical = True
-    for x in inputs:
+    identical = True if both else None
+    for x in inputs if both else ():
         outs = {mode: runtime.run_pte(None, x, program=p) for mode, p in programs.items()}
         identical &= all(a.numpy().tobytes() == b.numpy().tobytes()
                          for a, b in zip(outs["oplib"], outs["delegate"]))
@@ -127,8 +125,9 @@ def measure(name: str, runs: int, samples: int) -> dict:
                     "pte_bytes": len(pte), "host_latency_ms": round(latency[mode], 3),
                     "s3_app_image_bytes": None, "s3_instructions": None}
              for mode, pte in ptes.items()}
-    return {"model": name, "failed": {}, "modes": modes, "latency_ratio_oplib_over_delegate": round(
-        latency["oplib"] / latency["delegate"], 3), "outputs_byte_identical": identical}
+    ratio = round(latency["oplib"] / latency["delegate"], 3) if both else None
+    return {"model": name, "failed": failed, "modes": modes, "latency_ratio_oplib_over_delegate": ratio,
+            "outputs_byte_identical": identical}
 
 
 def _commit() -> str | None:
@@ -148,14 +147,14 @@ COLUMNS = ("model", "mode", "ET planned B", "our arena+scratch B", "planned tota
 def rows(result: dict) -> list[list[str]]:
     out = []
     for r in result["models"]:
-        for mode, why in r["failed"].items():
-            out.append([r["model"], mode, f"lowering failed: {why}"] + [""] * (len(COLUMNS) - 3))
         for mode, m in r["modes"].items():
             total = m["planned_memory_bytes"] + m["our_arena_scratch_bytes"]
             out.append([r["model"], mode, f"{m['planned_memory_bytes']:,}", f"{m['our_arena_scratch_bytes']:,}",
                         f"{total:,}", f"{m['pte_bytes']:,}", f"{m['host_latency_ms']:.2f}",
                         f"{r['latency_ratio_oplib_over_delegate']:.2f}x" if mode == "oplib" else "",
                         ("yes" if r["outputs_byte_identical"] else "no") if mode == "oplib" else ""])
+        for mode, why in r["failed"].items():
+            out.append([r["model"], mode, f"lowering failed: {why}"] + [""] * (len(COLUMNS) - 3))
     return out
 
 

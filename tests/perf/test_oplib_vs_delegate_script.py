@@ -33,7 +33,7 @@ def test_script_measures_both_modes(tmp_path, capsys):
     assert "not device speed" in text and "not measured" in text
 
 
-def test_a_mode_that_cannot_lower_is_a_row_not_a_crash(monkeypatch, capsys):
+def test_a_mode_that_cannot_lower_is_a_row_and_the_other_is_measured(monkeypatch, capsys):
     import executorch_espnn.oplib
 
     def refuse(ep):
@@ -41,6 +41,9 @@ def test_a_mode_that_cannot_lower_is_a_row_not_a_crash(monkeypatch, capsys):
 
     monkeypatch.setattr(executorch_espnn.oplib, "to_espnn_oplib", refuse)
     result = oplib_vs_delegate.measure("ds_cnn", runs=1, samples=1)
-    assert result["failed"] == {"oplib": "RuntimeError: no espnn:: op for it"} and result["modes"] == {}
-    (row,) = oplib_vs_delegate.rows({"models": [result]})
-    assert row[:3] == ["ds_cnn", "oplib", "lowering failed: RuntimeError: no espnn:: op for it"]
+    assert result["failed"] == {"oplib": "RuntimeError: no espnn:: op for it"}
+    assert set(result["modes"]) == {"delegate"} and result["modes"]["delegate"]["host_latency_ms"] > 0
+    assert result["latency_ratio_oplib_over_delegate"] is None and result["outputs_byte_identical"] is None
+    delegate, failed = oplib_vs_delegate.rows({"models": [result]})
+    assert delegate[:2] == ["ds_cnn", "delegate"]
+    assert failed[:3] == ["ds_cnn", "oplib", "lowering failed: RuntimeError: no espnn:: op for it"]
