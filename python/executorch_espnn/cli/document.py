@@ -269,7 +269,8 @@ def verification_line(v: dict) -> str:
 
 def summary_lines(doc: dict, verbose: bool = False) -> list[str]:
     mode = doc["mode"]
-    lines = [f"mode: {mode['used']}" + (f" ({mode['reason']})" if mode["reason"] else "")]
+    # auto's reason is a sentence: the JSON report has it, the summary says where it came from
+    lines = [f"mode: {mode['used']}" + (f" (--mode {mode['requested']})" if mode["requested"] == "auto" else "")]
     for name, m in doc["methods"].items():
         lines += method_lines(name, m, doc.get("internal_ram"), verbose)
     lines += s3_placement.lines(doc.get("s3_placement"))
