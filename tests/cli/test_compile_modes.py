@@ -110,3 +110,15 @@ def test_report_of_an_oplib_pte_says_its_mode(both, tmp_path):
     doc = json.loads((tmp_path / "o.json").read_text())
     assert doc["mode"] == {"requested": None, "used": "oplib", "reason": None}
     validate(doc)
+
+
+def test_int8_io_applies_to_oplib_mode(tmp_path):
+    r = espnn("compile", f"{MODELS}:mlp", "--mode", "oplib", "--int8-io", "-o", tmp_path / "m.pte")
+    assert r.code == 0, r
+    pte = (tmp_path / "m.pte").read_bytes()
+    doc = json.loads((tmp_path / "m.report.json").read_text())
+    assert doc["int8_io"]["inputs"][0]["dtype"] == "int8" and doc["verification"]["passed"]
+    ops = _operators(pte)
+    assert "espnn::quantized_linear" in ops and "espnn::quantize_per_tensor" not in ops, ops
+    (out,) = run_pte(pte, (torch.zeros(1, 16, dtype=torch.int8),))
+    assert out.dtype == torch.int8
