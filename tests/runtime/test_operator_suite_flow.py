@@ -9,18 +9,14 @@ EspNNBackend (the suite counts an undelegated run as a pass). The full run
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("executorch")
 pytest.importorskip("executorch.backends.test.suite.operators")
 
-import executorch_espnn  # noqa: E402
+from suite_harness import run_suite_cases  # noqa: E402
 
-SUITE = "executorch.backends.test.suite.operators"
 # (suite module, case): conv, linear, add, mul (broadcast), LUT activation, hard-swish.
 # Ops the quantizer only quantizes next to a quantized neighbour (pools, cat,
 # permute...) stay float in the suite's one-op models, so they are not here.
@@ -45,26 +41,9 @@ def test_espnn_flow_is_registered_with_the_suite():
 
 
 def test_suite_cases_pass_delegated_through_executorch_runtime(tmp_path):
-    import importlib
-
-    records = tmp_path / "records.jsonl"
-    suite_dir = os.path.dirname(importlib.import_module(SUITE).__file__)
-    ids = [os.path.join(suite_dir, f"{mod}.py::{case}[espnn]") for mod, case in CASES]
-    env = dict(os.environ)
-    # The child imports the same executorch_espnn (source tree or install) as this process.
-    pkg_root = os.path.dirname(os.path.dirname(executorch_espnn.__file__))
-    env["PYTHONPATH"] = os.pathsep.join([pkg_root, env.get("PYTHONPATH", "")])
-    # Given file paths and no config file, pytest takes their common folder
-    # (operators/) as rootdir and, by default, loads no conftest.py above it:
-    # the suite's own conftest (one level up, which parametrizes test_runner
-    # over the flows) would be skipped and no [espnn] case would exist.
-    cmd = [sys.executable, "-m", "pytest", "-p", "executorch_espnn.testing.suite_plugin", "-m", "flow_espnn",
-           *ids, "-q", "-p", "no:cacheprovider", "-W", "ignore", "--espnn-suite-json", str(records),
-           "--confcutdir", os.path.dirname(suite_dir)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    proc, rows = run_suite_cases(tmp_path, "espnn", CASES)
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
-    rows = [json.loads(line) for line in records.read_text().splitlines()]
     seen = {r["test"].split("::")[-1] for r in rows}
     assert seen == {f"{c}[espnn]" for _, c in CASES}, sorted(seen)
     for r in rows:

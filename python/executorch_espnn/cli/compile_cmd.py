@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from .. import runtime
 from ..compile_spec import parse_size
 from ..targets import DEFAULT as DEFAULT_TARGET
 from ..targets import TARGETS as _CHIPS
-from . import compile_steps, loading
+from . import compile_steps, loading, modes
 from . import data as data_mod
 from .compare import tolerance_arg
 from .errors import EXIT_OK, EXIT_VERIFICATION_FAILED, UsageError
@@ -80,6 +81,11 @@ def add_parser(sub, parents) -> None:
                    help="quantization-aware training for N epochs on --qat-data (default 0: post-training)")
     p.add_argument("--qat-data", metavar="SRC", help="labelled training data for QAT (same forms as --eval-data)")
     p.add_argument("--qat-lr", type=float, default=1e-3, help="QAT learning rate (SGD with momentum 0.9)")
+    p.add_argument("--mode", choices=modes.MODES, default=modes.AUTO,
+                   help="delegate: ESP-NN delegate partitions (our interpreter, arenas and schedules); oplib: "
+                   "espnn:: ExecuTorch custom ops that ExecuTorch plans and calls one by one (docs/oplib.md), "
+                   "--schedule and --arena-budget do not apply; auto (default): the delegate for now (docs/cli.md "
+                   "says why)")
     p.add_argument("--target", choices=tuple(_CHIPS), default=DEFAULT_TARGET,
                    help="the chip, recorded in the compile specs (default esp32s3)")
     p.add_argument("--arena-budget", metavar="SIZE", type=_size,
@@ -132,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--qat-epochs must be >= 0, --verify-samples and --calibration-batches >= 1")
     if args.qat_epochs and not args.qat_data:
         raise UsageError("--qat-epochs needs --qat-data (labelled training batches)")
+    mode, mode_reason = modes.resolve(args.mode)
+    modes.check_options(mode, args)
     output = args.output or _default_output(args.model)
     if output.suffix != ".pte":
         raise UsageError(f"--output {output}: the program file must end in .pte")
@@ -166,20 +174,34 @@ def run(args: argparse.Namespace) -> int:
                 "the example inputs; int8 ranges (and accuracy) on real data may differ")
 
     quantized, qat_info = compile_steps.quantize(model, example, calib, qat_data, args, steps)
-    budget = f", arena budget {args.arena_budget:,} B" if args.arena_budget else ""
-    steps(f"lowering for {args.target} (schedule {args.schedule}{budget})"
-          + (" (strict: no CPU fallback)" if args.strict else ""))
-    edge, io = compile_steps.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
-                                   arena_budget=args.arena_budget, int8_io=args.int8_io)
-
     # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
-    from ..partition.report import delegation_report
+    from ..partition.report import delegation_report, pte_report
 
-    report = delegation_report(edge)
+    oplib = mode == modes.OPLIB
+    if oplib:
+        steps(f"lowering to espnn:: operators for {args.target}" + (" (strict: every op an espnn:: op)"
+                                                                    if args.strict else ""))
+        edge, io = compile_steps.lower_oplib(quantized, example, int8_io=args.int8_io)
+    else:
+        budget = f", arena budget {args.arena_budget:,} B" if args.arena_budget else ""
+        steps(f"lowering for {args.target} (schedule {args.schedule}{budget})"
+              + (" (strict: no CPU fallback)" if args.strict else ""))
+        edge, io = compile_steps.lower(quantized, example, args.target, args.strict, schedule=args.schedule,
+                                       arena_budget=args.arena_budget, int8_io=args.int8_io)
+        report = delegation_report(edge)
     steps(f"writing {output}")
+    # to_executorch rewrites the programs in place (out variants, planned allocations), which the
+    # reference run of espnn:: ops (their torch.library implementations) cannot execute: it runs a copy.
+    reference = copy.deepcopy(edge) if oplib else edge
     pte = compile_steps.to_pte(edge)
+    if oplib:
+        # No partitions: the program's kernel calls in order (espnn:: and portable), as `espnn report` reads them.
+        report = pte_report(pte)
+        if args.strict:
+            compile_steps.refuse_portable_ops(report)
     write_file(output, pte, "--output")
-    compile_steps.add_planned_memory(report, pte)
+    if not oplib:
+        compile_steps.add_planned_memory(report, pte)
     # lazy: document imports the partition package (torch, executorch); `espnn --help` must load without them
     from .document import memory_warnings
 
@@ -193,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         warning(f"this host's ExecuTorch runtime lacks CPU kernel(s) {', '.join(missing)} that {output} calls: "
                 "verifying the lowered program instead (delegates on the native runtime, CPU ops in PyTorch); "
                 "a device build must link these kernels")
-    runner = compile_steps.HostRunner(pte, edge, use_pte=not missing, io=io)
+    runner = compile_steps.HostRunner(pte, reference, use_pte=not missing, io=io, oplib=oplib)
     verification = compile_steps.verify(runner, quantized, calib.batches[:args.verify_samples], args.tolerance_lsb)
     far = deviation_warning(verification) if args.tolerance_lsb is None else None
     if far:
@@ -207,8 +229,8 @@ def run(args: argparse.Namespace) -> int:
     from .document import compile_document, print_summary, write_outputs
 
     doc = compile_document(
-        model=args.model, target=args.target, strict=args.strict, schedule=args.schedule,
-        arena_budget=args.arena_budget, pte_path=output, pte_bytes=len(pte),
+        model=args.model, target=args.target, strict=args.strict, schedule=None if oplib else args.schedule,
+        arena_budget=args.arena_budget, mode={"requested": args.mode, "used": mode, "reason": mode_reason}, pte_path=output, pte_bytes=len(pte),
         report=report, calibration={"source": calib.source, "batches": len(calib.batches)}, qat=qat_info,
         verification=verification, accuracy=accuracy, missing_kernels=missing, warnings=warnings,
         seconds=time.monotonic() - t0, int8_io=io.as_report() if io else None)

@@ -123,6 +123,48 @@ def lower(quantized, example, target: str, strict: bool, *, schedule: str = "aut
         raise failure from e
 
 
+def lower_oplib(quantized, example, int8_io: bool = False):
+    """(EdgeProgramManager, QuantizedIO or None) of the operator library
+    (``to_espnn_oplib``: espnn:: ops, the rest on portable kernels)."""
+    # lazy: the oplib package loads torch and executorch; `espnn --help` must load without them
+    from ..oplib import OplibError, to_espnn_oplib
+
+    ep = _export(quantized, example, "quantized model")
+    io = QuantizedIO.apply(ep) if int8_io else None
+    try:
+        return to_espnn_oplib(ep), io
+    except OplibError as e:
+        raise ProgramError(f"lowering to the operator library failed: {one_line(e)} (--mode delegate may "
+                           "lower it)") from e
+
+
+# Kernel calls of an operator-library program that move or allocate bytes, not compute:
+# the layout changes between NHWC ops and PyTorch-layout neighbours.
+_OPLIB_LAYOUT_KERNELS = frozenset({"aten.permute_copy.out", "aten.view_copy.out", "aten.clone.out",
+                                   "dim_order_ops._empty_dim_order.out",  # an op's scratch buffer
+                                   "aten.expand_copy.out"})
+
+
+def portable_compute_ops(report) -> list[str]:
+    """The compute kernel calls of an operator-library program (pte_report)
+    that are neither espnn:: ops nor layout copies: what --strict refuses."""
+    # lazy: the partition package loads torch and executorch; `espnn --help` must load without them
+    from ..partition.op_kinds import COMPUTE
+
+    return [c.op for m in report.methods.values() for c in m.cpu_ops
+            if c.kind == COMPUTE and not c.op.startswith("espnn.") and c.op not in _OPLIB_LAYOUT_KERNELS]
+
+
+def refuse_portable_ops(report) -> None:
+    """--strict in oplib mode: every compute op must be an espnn:: op."""
+    left = portable_compute_ops(report)
+    if left:
+        names = ", ".join(sorted(set(left)))
+        raise ProgramError(f"--strict: {len(left)} op(s) would run on ExecuTorch's portable kernels instead of "
+                           f"espnn:: ops ({names}); change or remove these ops, use --mode delegate, or drop "
+                           "--strict")
+
+
 @dataclass(frozen=True)
 class QuantizedIO:
     """--int8-io: the int8 inputs and outputs of a program, as ExecuTorch's
@@ -226,9 +268,11 @@ class HostRunner:
     executorch.runtime, or (use_pte=False) the lowered Edge program with
     every ESP-NN delegate on the native runtime."""
 
-    def __init__(self, pte: bytes, edge, use_pte: bool, method: str = "forward", io: QuantizedIO | None = None):
+    def __init__(self, pte: bytes, edge, use_pte: bool, method: str = "forward", io: QuantizedIO | None = None,
+                 oplib: bool = False):
         # io: an --int8-io program; the runner takes and returns float, converting at its boundary
-        self.method, self.edge, self.pte, self.io = method, edge, pte, io
+        # oplib: an operator-library program (espnn:: ops; run_edge runs their reference implementations)
+        self.method, self.edge, self.pte, self.io, self.oplib = method, edge, pte, io, oplib
         self.kind = "pte" if use_pte else "edge"
         self.program = None
         if use_pte:
@@ -245,8 +289,19 @@ class HostRunner:
 
     @property
     def description(self) -> str:
+        if self.oplib:
+            return (".pte on ExecuTorch's runtime (espnn:: kernels + portable kernels)" if self.kind == "pte" else
+                    "lowered program: espnn:: ops on the native runtime, other ops in PyTorch")
         return (".pte on ExecuTorch's runtime (C++ EspNNBackend + portable kernels)" if self.kind == "pte" else
                 "lowered program: ESP-NN delegates on the native runtime, CPU ops in PyTorch")
+
+    @property
+    def reference(self) -> str:
+        """What run_edge runs: the gate's reference."""
+        if self.oplib:
+            return ("the lowered program, every espnn:: op by its reference implementation (the device "
+                    "runtime's op through _native.run_op)")
+        return "the lowered program, every ESP-NN delegate on the native device runtime"
 
     def __call__(self, inputs) -> list:
         inputs = self.io.to_program(inputs) if self.io else list(inputs)
@@ -325,8 +380,7 @@ def verify(runner: HostRunner, quantized, batches, tolerance_lsb: float | None, 
                 agree += int((_top1(got[0]) == _top1(want[0])).sum())
                 total += int(_top1(want[0]).numel())
     device = None if vs_device is None else {
-        "reference": "the lowered program, every ESP-NN delegate on the native device runtime",
-        "outputs": _rows(vs_device), "tolerance_lsb": DEVICE_TOLERANCE_LSB,
+        "reference": runner.reference, "outputs": _rows(vs_device), "tolerance_lsb": DEVICE_TOLERANCE_LSB,
         "passed": vs_device.passed(DEVICE_TOLERANCE_LSB, float_atol)}
     model = {"reference": "quantized PyTorch model", "outputs": _rows(vs_model),
              "top1_agreement": agree / total if classifier and total else None, "tolerance_lsb": tolerance_lsb,

@@ -11,8 +11,9 @@ from .. import __version__, _native, s3_placement
 from ..partition.op_kinds import counts_text, quant_suffix
 from ..targets import TARGETS, lookup, planned_memory_excess, planned_memory_over
 from .files import write_file
+from .modes import pte_mode
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _tool() -> dict:
@@ -20,12 +21,12 @@ def _tool() -> dict:
     return {"name": "espnn", "version": __version__, "kernel_source": _native.KERNEL_SOURCE}
 
 
-def compile_document(*, model, target, strict, schedule="auto", arena_budget=None, pte_path, pte_bytes, report, calibration, qat, verification,
+def compile_document(*, model, target, strict, schedule="auto", arena_budget=None, mode=None, pte_path, pte_bytes, report, calibration, qat, verification,
                      accuracy, missing_kernels, warnings, seconds, int8_io=None) -> dict:
     methods = _methods(report, target)
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "compile", "model": model,
             "target": target, "strict": strict, "schedule": schedule, "arena_budget": arena_budget,
-            "int8_io": int8_io,
+            "mode": mode or {"requested": None, "used": "delegate", "reason": None}, "int8_io": int8_io,
             "pte": {"path": str(pte_path), "bytes": pte_bytes}, "internal_ram": _internal_ram(target),
             "methods": methods, "s3_placement": s3_placement.section(methods, target),
             "calibration": calibration, "qat": qat,
@@ -40,11 +41,13 @@ def report_target(report) -> str | None:
 
 
 def report_document(*, pte_path, pte_bytes, report, missing_kernels, warnings) -> dict:
+
     target = report_target(report)
     methods = _methods(report, target)
     return {"schema_version": SCHEMA_VERSION, "tool": _tool(), "command": "report", "model": None,
             "target": target, "strict": None, "schedule": None,
-            "arena_budget": None, "int8_io": None, "pte": {"path": str(pte_path), "bytes": pte_bytes},
+            "arena_budget": None, "mode": {"requested": None, "used": pte_mode(report), "reason": None},
+            "int8_io": None, "pte": {"path": str(pte_path), "bytes": pte_bytes},
             "internal_ram": _internal_ram(target), "methods": methods,
             "s3_placement": s3_placement.section(methods, target), "calibration": None,
             "qat": None, "verification": None, "accuracy": None, "host_missing_kernels": missing_kernels,
@@ -265,7 +268,9 @@ def verification_line(v: dict) -> str:
 
 
 def summary_lines(doc: dict, verbose: bool = False) -> list[str]:
-    lines = []
+    mode = doc["mode"]
+    # auto's reason is a sentence: the JSON report has it, the summary says where it came from
+    lines = [f"mode: {mode['used']}" + (f" (--mode {mode['requested']})" if mode["requested"] == "auto" else "")]
     for name, m in doc["methods"].items():
         lines += method_lines(name, m, doc.get("internal_ram"), verbose)
     lines += s3_placement.lines(doc.get("s3_placement"))

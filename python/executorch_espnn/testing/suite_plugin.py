@@ -34,7 +34,7 @@ def _install_flow() -> None:
     # lazy: `-p` imports this plugin as pytest starts; executorch's suite loads when the flow is installed
     from executorch.backends.test.suite import flow as flow_module
 
-    from .suite_flow import ESPNN_TEST_FLOW
+    from .suite_flow import ESPNN_OPLIB_TEST_FLOW, ESPNN_TEST_FLOW
 
     original = flow_module.all_flows
     if getattr(original, "_adds_espnn", False):
@@ -43,6 +43,7 @@ def _install_flow() -> None:
     def all_flows():
         flows = dict(original())
         flows[ESPNN_TEST_FLOW.name] = ESPNN_TEST_FLOW
+        flows[ESPNN_OPLIB_TEST_FLOW.name] = ESPNN_OPLIB_TEST_FLOW
         return flows
 
     all_flows._adds_espnn = True
@@ -70,6 +71,8 @@ def pytest_configure(config):
     # The suite's conftest declares its flow_*/backend_* markers only once it
     # is collected, after the cases are marked: declare ours up front.
     config.addinivalue_line("markers", "flow_espnn: ExecuTorch suite case run with the espnn flow")
+    config.addinivalue_line("markers", "flow_espnn_oplib: ExecuTorch suite case run with the espnn_oplib flow "
+                            "(espnn:: operator library, bit-exact with the delegate where both run the ops)")
     config.addinivalue_line("markers", "backend_espnn: ExecuTorch suite case for the espnn backend")
     if reporting.get_active_test_session() is None:
         reporting.begin_test_session(None, seed=config.getoption("--espnn-suite-seed"))
@@ -91,7 +94,7 @@ def pytest_runtest_makereport(item, call):
         return
     runner = getattr(item, "funcargs", {}).get("test_runner")
     flow = getattr(runner, "_flow", None)
-    if flow is None or flow.name != "espnn":
+    if flow is None or flow.name not in ("espnn", "espnn_oplib"):
         return
     report = outcome.get_result()
     path = item.config.getoption("--espnn-suite-json")
