@@ -254,18 +254,28 @@ class Program {
         std::memcpy(interp_.input_data(i), c.data(), t.nbytes);
       }
     }
+    // EXTERNAL outputs are written straight into the arrays returned (numpy
+    // allocates them aligned to the element size); the others are copied.
+    py::list outs;
+    for (uint32_t i = 0; i < interp_.num_outputs(); ++i) {
+      const TensorInfo t = interp_.output_info(i);
+      py::array out(NumpyDType(t.dtype), Shape(t));
+      if (t.flags & kTensorFlagExternal) {
+        const Status b = interp_.BindOutput(i, out.mutable_data(), (size_t)out.nbytes());
+        if (!b.ok()) throw std::runtime_error(b.message());
+      }
+      outs.append(out);
+    }
     Status s;
     {
       py::gil_scoped_release release;
       s = interp_.Invoke();
     }
     if (!s.ok()) throw std::runtime_error(s.message());
-    py::list outs;
     for (uint32_t i = 0; i < interp_.num_outputs(); ++i) {
       const TensorInfo t = interp_.output_info(i);
-      py::array out(NumpyDType(t.dtype), Shape(t));
-      std::memcpy(out.mutable_data(), interp_.output_data(i), t.nbytes);
-      outs.append(out);
+      if ((t.flags & kTensorFlagExternal) == 0)
+        std::memcpy(py::cast<py::array>(outs[i]).mutable_data(), interp_.output_data(i), t.nbytes);
     }
     return outs;
   }
@@ -284,6 +294,7 @@ void BindFormatConstants(py::module_& m) {
       {"FORMAT_VERSION", kFormatVersion},
       {"MIN_FORMAT_VERSION", kMinFormatVersion},
       {"TENSOR_FLAG_MIN_VERSION", kTensorFlagMinVersion},
+      {"EXTERNAL_OUTPUT_MIN_VERSION", kExternalOutputMinVersion},
       {"HEADER_SIZE", kHeaderSize},
       {"SECTION_ENTRY_SIZE", kSectionEntrySize},
       {"TENSOR_RECORD_SIZE", kTensorRecordSize},

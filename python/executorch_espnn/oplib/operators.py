@@ -124,8 +124,9 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
     if op.opcode == "QUANTIZE":  # channels_last: [N, C, spatial...] written as [N, spatial..., C]
         shape = tuple(x.shape)
         return (shape[:1] + shape[2:] + shape[1:2] if p["channels_last"] else shape), torch.int8
-    if op.opcode == "DEQUANTIZE":
-        return tuple(x.shape), torch.float32
+    if op.opcode == "DEQUANTIZE":  # channels_last: [N, spatial..., C] written as [N, C, spatial...]
+        shape = tuple(x.shape)
+        return (shape[:1] + shape[-1:] + shape[1:-1] if p["channels_last"] else shape), torch.float32
     raise NotImplementedError(f"no output shape rule for {op.opcode}")
 
 
