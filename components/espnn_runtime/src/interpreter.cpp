@@ -118,24 +118,37 @@ void* Interpreter::input_data(uint32_t i) const {
   return arena_ + input_info(i).offset;
 }
 
-Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
-  if (model_ == nullptr)
-    return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
-  if (i >= num_inputs())
-    return Status::Error(StatusCode::kInvalidArgument, "bind: input %u of %u", (unsigned)i,
-                         (unsigned)num_inputs());
-  const TensorInfo t = input_info(i);
+namespace {
+
+// The checks BindInput and BindOutput share: `what` is "input" or "output",
+// `t` the tensor of graph input/output i (valid when i < count), `where`
+// the accessor a non-EXTERNAL one is used through.
+Status CheckBinding(const char* what, const char* where, uint32_t i, uint32_t count,
+                    const TensorInfo& t, const void* data, size_t nbytes) {
+  if (i >= count)
+    return Status::Error(StatusCode::kInvalidArgument, "bind: %s %u of %u", what, (unsigned)i,
+                         (unsigned)count);
   if ((t.flags & kTensorFlagExternal) == 0)
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "bind: input %u is not EXTERNAL (write it at input_data)", (unsigned)i);
+    return Status::Error(StatusCode::kInvalidArgument, "bind: %s %u is not EXTERNAL (use %s)", what,
+                         (unsigned)i, where);
   const uint32_t align = DTypeSize(t.dtype);  // natural alignment of the element type
   if (data == nullptr || (uintptr_t)data % align != 0)
     return Status::Error(StatusCode::kInvalidArgument,
-                         "bind: input %u data must be non-null and %u-byte aligned", (unsigned)i,
+                         "bind: %s %u data must be non-null and %u-byte aligned", what, (unsigned)i,
                          (unsigned)align);
   if (nbytes != t.nbytes)
-    return Status::Error(StatusCode::kInvalidArgument, "bind: input %u has %lu bytes, expected %u",
+    return Status::Error(StatusCode::kInvalidArgument, "bind: %s %u has %lu bytes, expected %u", what,
                          (unsigned)i, (unsigned long)nbytes, (unsigned)t.nbytes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
+  if (model_ == nullptr)
+    return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
+  const TensorInfo t = i < num_inputs() ? input_info(i) : TensorInfo{};
+  ESPNN_RETURN_IF_ERROR(CheckBinding("input", "input_data", i, num_inputs(), t, data, nbytes));
   external_[i] = data;
   return Status::Ok();
 }
@@ -143,21 +156,8 @@ Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
 Status Interpreter::BindOutput(uint32_t i, void* data, size_t nbytes) {
   if (model_ == nullptr)
     return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
-  if (i >= num_outputs())
-    return Status::Error(StatusCode::kInvalidArgument, "bind: output %u of %u", (unsigned)i,
-                         (unsigned)num_outputs());
-  const TensorInfo t = output_info(i);
-  if ((t.flags & kTensorFlagExternal) == 0)
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "bind: output %u is not EXTERNAL (read it at output_data)", (unsigned)i);
-  const uint32_t align = DTypeSize(t.dtype);
-  if (data == nullptr || (uintptr_t)data % align != 0)
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "bind: output %u buffer must be non-null and %u-byte aligned", (unsigned)i,
-                         (unsigned)align);
-  if (nbytes != t.nbytes)
-    return Status::Error(StatusCode::kInvalidArgument, "bind: output %u has %lu bytes, expected %u",
-                         (unsigned)i, (unsigned long)nbytes, (unsigned)t.nbytes);
+  const TensorInfo t = i < num_outputs() ? output_info(i) : TensorInfo{};
+  ESPNN_RETURN_IF_ERROR(CheckBinding("output", "output_data", i, num_outputs(), t, data, nbytes));
   external_out_[i] = data;
   return Status::Ok();
 }

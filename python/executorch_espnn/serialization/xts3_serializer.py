@@ -231,11 +231,7 @@ class Xts3Serializer:
                 readers[0].inputs = [op.inputs[0]]
                 readers[0].params[flag] = 1
                 removed.append((i, mid))
-        for _, mid in sorted(removed, key=lambda r: -r[1]):
-            self._drop_tensor(mid)
-        gone = {i for i, _ in removed}
-        self._ops = [op for i, op in enumerate(self._ops) if i not in gone]
-        return sorted(gone)
+        return self._drop_folded(removed)
 
     def fold_quantize_transposes(self) -> list[int]:
         """Folds each TRANSPOSE NCHW -> NHWC (dim 1 moved last) of a QUANTIZE
@@ -260,8 +256,13 @@ class Xts3Serializer:
                 writers[0].outputs = list(op.outputs)
                 writers[0].params[flag] = 1
                 removed.append((i, src))
-        for _, src in sorted(removed, key=lambda r: -r[1]):
-            self._drop_tensor(src)
+        return self._drop_folded(removed)
+
+    def _drop_folded(self, removed: list[tuple[int, int]]) -> list[int]:
+        """Removes each folded (op index, tensor) pair's op and tensor, which
+        nothing names any more; returns the removed ops' indices."""
+        for _, t in sorted(removed, key=lambda r: -r[1]):
+            self._drop_tensor(t)
         gone = {i for i, _ in removed}
         self._ops = [op for i, op in enumerate(self._ops) if i not in gone]
         return sorted(gone)
