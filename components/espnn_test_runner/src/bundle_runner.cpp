@@ -102,14 +102,18 @@ Status CopyInputs(Interpreter& interp, const Case& c) {
 }
 
 // EXTERNAL outputs are written where the caller says: one block holds them
-// all (each at a 16-byte aligned offset), bound once for every Invoke.
+// all (each at a 16-byte aligned offset), bound once for every Invoke. It is
+// the application's result memory, not what the model requires
+// (MemoryRequirements), so it is not counted in the line's `alloc`.
 Status BindOutputs(Interpreter& interp, CaseMemory& mem) {
   uint64_t total = 0;
   for (uint32_t i = 0; i < interp.num_outputs(); ++i)
     if (interp.output_info(i).flags & xts3::kTensorFlagExternal)
       total += (interp.output_info(i).nbytes + 15u) & ~15u;
   if (total == 0) return Status::Ok();
+  const uint64_t counted = mem.bytes;
   mem.outputs = mem.Get((size_t)total, MemoryUse::kArena);
+  mem.bytes = counted;
   if (mem.outputs == nullptr)
     return Status::Error(StatusCode::kInvalidArgument,
                          "cannot allocate %llu bytes for the outputs (out of memory)",
