@@ -216,7 +216,7 @@ class Program {
     return out;
   }
 
-  py::list Run(const std::vector<py::array>& inputs) {
+  py::list Run(const std::vector<py::array>& inputs, bool bind_outputs = true) {
     // Uncontended: taken at once. Contended: wait without the GIL, so the
     // thread inside Invoke can take it back to copy its outputs.
     std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
@@ -227,6 +227,13 @@ class Program {
     if (inputs.size() != interp_.num_inputs())
       throw py::value_error("expected " + std::to_string(interp_.num_inputs()) +
                             " inputs, got " + std::to_string(inputs.size()));
+    if (!bind_outputs) {
+      // Init forgets every binding, so no earlier run's (freed) output array
+      // stays bound.
+      const Status s = interp_.Init(&model_, arena_->data(), arena_->size(), scratch_->data(),
+                                    scratch_->size(), persistent_->data(), persistent_->size());
+      if (!s.ok()) throw std::runtime_error(s.message());
+    }
     std::vector<py::array> bound;  // EXTERNAL feeds, alive until Invoke returns
     for (uint32_t i = 0; i < interp_.num_inputs(); ++i) {
       const TensorInfo t = interp_.input_info(i);
@@ -254,18 +261,28 @@ class Program {
         std::memcpy(interp_.input_data(i), c.data(), t.nbytes);
       }
     }
+    // EXTERNAL outputs are written straight into the arrays returned (numpy
+    // allocates them aligned to the element size); the others are copied.
+    py::list outs;
+    for (uint32_t i = 0; i < interp_.num_outputs(); ++i) {
+      const TensorInfo t = interp_.output_info(i);
+      py::array out(NumpyDType(t.dtype), Shape(t));
+      if ((t.flags & kTensorFlagExternal) && bind_outputs) {
+        const Status b = interp_.BindOutput(i, out.mutable_data(), (size_t)out.nbytes());
+        if (!b.ok()) throw std::runtime_error(b.message());
+      }
+      outs.append(out);
+    }
     Status s;
     {
       py::gil_scoped_release release;
       s = interp_.Invoke();
     }
     if (!s.ok()) throw std::runtime_error(s.message());
-    py::list outs;
     for (uint32_t i = 0; i < interp_.num_outputs(); ++i) {
       const TensorInfo t = interp_.output_info(i);
-      py::array out(NumpyDType(t.dtype), Shape(t));
-      std::memcpy(out.mutable_data(), interp_.output_data(i), t.nbytes);
-      outs.append(out);
+      if ((t.flags & kTensorFlagExternal) == 0)
+        std::memcpy(py::cast<py::array>(outs[i]).mutable_data(), interp_.output_data(i), t.nbytes);
     }
     return outs;
   }
@@ -284,6 +301,7 @@ void BindFormatConstants(py::module_& m) {
       {"FORMAT_VERSION", kFormatVersion},
       {"MIN_FORMAT_VERSION", kMinFormatVersion},
       {"TENSOR_FLAG_MIN_VERSION", kTensorFlagMinVersion},
+      {"EXTERNAL_OUTPUT_MIN_VERSION", kExternalOutputMinVersion},
       {"HEADER_SIZE", kHeaderSize},
       {"SECTION_ENTRY_SIZE", kSectionEntrySize},
       {"TENSOR_RECORD_SIZE", kTensorRecordSize},
@@ -425,9 +443,11 @@ PYBIND11_MODULE(_native, m) {
       .def("band_support", &Program::BandSupport,
            "Per op: [(input slot, stride, pad, extent[, den]), ...] of the rows it reads if it can run in a "
            "fused region (BAND_LOOP), else None.")
-      .def("run", &Program::Run, py::arg("inputs"),
+      .def("run", &Program::Run, py::arg("inputs"), py::arg("bind_outputs") = true,
            "Runs the graph on numpy arrays (dtype and shape must match the graph inputs). Thread-safe: "
-           "calls on one Program take turns (a mutex per instance), different Programs run in parallel.");
+           "calls on one Program take turns (a mutex per instance), different Programs run in parallel. "
+           "EXTERNAL outputs are written straight into the returned arrays; bind_outputs=False leaves "
+           "them unbound (Invoke then refuses to run: the runtime's contract, for tests).");
 
   // The row arithmetic of fused regions (espnn/band_geometry.h PlanRegion),
   // for the Python planner: it describes a candidate region on local tensor

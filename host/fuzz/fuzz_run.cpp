@@ -88,6 +88,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // (including NaN and infinities) across a tensor.
     for (uint32_t b = 0; b < t.nbytes; ++b) dst[b] = (uint8_t)((b * 37u + 11u + i * 101u) & 0xFFu);
   }
+  uint8_t* external_out[espnn::xts3::kMaxGraphOutputs] = {};
+  for (uint32_t i = 0; i < interp.num_outputs(); ++i) {
+    const espnn::TensorInfo t = interp.output_info(i);
+    if ((t.flags & espnn::xts3::kTensorFlagExternal) == 0) continue;
+    // The caller's buffer, at its exact size so ASan catches a write past it.
+    external_out[i] = (uint8_t*)AllocExact(t.nbytes);
+    FUZZ_CHECK(interp.BindOutput(i, external_out[i], t.nbytes).ok());
+  }
   g_allocs = 0;
   g_counting = 1;
   const espnn::Status s = interp.Invoke();
@@ -101,8 +109,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint32_t i = 0; i < interp.num_outputs(); ++i) {
     const espnn::TensorInfo t = interp.output_info(i);
     const uint8_t* out = (const uint8_t*)interp.output_data(i);
-    FUZZ_CHECK(out >= arena && out + t.nbytes <= arena + req.arena_bytes);
+    FUZZ_CHECK(external_out[i] != nullptr ? out == external_out[i]
+                                          : out >= arena && out + t.nbytes <= arena + req.arena_bytes);
   }
+  for (uint8_t* p : external_out) free(p);
   for (uint8_t* p : external) free(p);
   free(persistent);
   free(scratch);

@@ -91,7 +91,11 @@ uint64_t HashOutputs(const espnn::Interpreter& it) {
   return h;
 }
 
-// EXTERNAL inputs are bound to buffers from `external` (freed by the caller).
+// Buffers of EXTERNAL inputs (first kMaxGraphInputs) and outputs (after).
+constexpr uint32_t kExternalSlots = espnn::xts3::kMaxGraphInputs + espnn::xts3::kMaxGraphOutputs;
+
+// EXTERNAL inputs and outputs are bound to buffers put in `external`
+// (freed by the caller).
 void FillInputs(espnn::Interpreter& it, uint8_t** external) {
   for (uint32_t i = 0; i < it.num_inputs(); ++i) {
     uint8_t* p = (uint8_t*)it.input_data(i);
@@ -100,6 +104,11 @@ void FillInputs(espnn::Interpreter& it, uint8_t** external) {
       CHECK(it.BindInput(i, p, it.input_info(i).nbytes).ok(), "bind input %u", (unsigned)i);
     }
     for (uint32_t b = 0; b < it.input_info(i).nbytes; ++b) p[b] = (uint8_t)((b * 37u + 11u + i) & 0xFF);
+  }
+  for (uint32_t i = 0; i < it.num_outputs(); ++i) {
+    if ((it.output_info(i).flags & espnn::xts3::kTensorFlagExternal) == 0) continue;
+    uint8_t* p = external[espnn::xts3::kMaxGraphInputs + i] = (uint8_t*)AllocAligned(it.output_info(i).nbytes);
+    CHECK(it.BindOutput(i, p, it.output_info(i).nbytes).ok(), "bind output %u", (unsigned)i);
   }
 }
 
@@ -117,7 +126,7 @@ uint64_t RunOnce(const char* path, const espnn::Model& m, espnn::Interpreter* it
   CHECK(s.ok(), "%s: init: %s", path, s.message());
   CHECK(n == 0, "%s: %lu allocations in Init", path, n);
   uint64_t h = 0;
-  uint8_t* external[espnn::xts3::kMaxGraphInputs] = {};
+  uint8_t* external[kExternalSlots] = {};
   if (s.ok()) {
     FillInputs(*it, external);
     n = Counted([&] { s = it->Invoke(); });

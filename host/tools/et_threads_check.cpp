@@ -85,6 +85,13 @@ int UnsafeSharedInterpreter(const char* path) {
     external[i].assign(t.nbytes / sizeof(float), 0.5f);
     if (!interp.BindInput(i, external[i].data(), t.nbytes).ok()) return 2;
   }
+  std::vector<std::vector<float>> outputs(interp.num_outputs());
+  for (uint32_t i = 0; i < interp.num_outputs(); ++i) {
+    const espnn::TensorInfo t = interp.output_info(i);
+    if (!(t.flags & espnn::xts3::kTensorFlagExternal)) continue;
+    outputs[i].assign(t.nbytes / sizeof(float), 0.0f);
+    if (!interp.BindOutput(i, outputs[i].data(), t.nbytes).ok()) return 2;
+  }
   auto run = [&interp] {
     for (int i = 0; i < 20; ++i) (void)interp.Invoke();  // no KernelLock: racy by design
   };

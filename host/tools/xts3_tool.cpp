@@ -144,7 +144,8 @@ int ProcessFile(const char* path) {
   void* scratch = AllocAligned(req.scratch_bytes);
   void* persistent = AllocAligned(req.persistent_bytes);
   espnn::Interpreter interp;
-  unsigned char* external[espnn::xts3::kMaxGraphInputs] = {};
+  // Buffers of EXTERNAL inputs (first kMaxGraphInputs) and outputs (after).
+  unsigned char* external[espnn::xts3::kMaxGraphInputs + espnn::xts3::kMaxGraphOutputs] = {};
   s = interp.Init(&model, arena, req.arena_bytes, scratch, req.scratch_bytes, persistent,
                   req.persistent_bytes);
   if (s.ok()) {
@@ -168,6 +169,13 @@ int ProcessFile(const char* path) {
       consumed += t.nbytes;
     }
     free(in_block);
+    for (uint32_t i = 0; i < interp.num_outputs(); ++i) {
+      const espnn::TensorInfo t = interp.output_info(i);
+      if ((t.flags & espnn::xts3::kTensorFlagExternal) == 0) continue;
+      // The caller's buffer for an EXTERNAL output (malloc: aligned for float).
+      unsigned char* out = external[espnn::xts3::kMaxGraphInputs + i] = (unsigned char*)malloc(t.nbytes);
+      if (out == nullptr || !interp.BindOutput(i, out, t.nbytes).ok()) abort();
+    }
     g_allocs = 0;
     g_count_allocs = 1;
     s = interp.Invoke();

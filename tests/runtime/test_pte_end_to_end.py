@@ -317,3 +317,23 @@ def test_misaligned_float_input_gives_the_aligned_result(cnn):
     (want,) = run_pte(None, [x], program=program)
     (got,) = run_pte(None, [misaligned], program=program)
     assert torch.equal(got, want)
+
+
+def test_float_output_is_written_into_the_method_output_not_copied(cnn):
+    # The lowering makes the DEQUANTIZE's float graph output EXTERNAL: the
+    # delegate binds ExecuTorch's output tensor (Interpreter::BindOutput) and
+    # the .pte matches the native interpreter and quantized PyTorch
+    # (test_fully_delegated_cnn_matches_native_and_pytorch); the arena saving
+    # is tests/memory/test_external_outputs.py's.
+    q, payload, pte, shape = cnn
+    s = _native.parse(payload)
+    (t,) = s["outputs"]
+    out = s["tensors"][t]
+    assert out["flags"] == _native.TENSOR_FLAGS["EXTERNAL"] and out["offset"] == 0
+    assert s["version"] >= _native.EXTERNAL_OUTPUT_MIN_VERSION
+    program = load_program(pte)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
+    (got,) = run_pte(None, [x], program=program)
+    (again,) = run_pte(None, [x], program=program)  # the binding holds on every execute
+    (want,) = _native.Program(payload).run([x.numpy()])
+    assert np.array_equal(got.numpy(), want) and torch.equal(got, again)

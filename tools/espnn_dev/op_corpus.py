@@ -312,6 +312,30 @@ def _fused_graphs() -> Iterator[tuple[str, bytes]]:
     yield "fused_squeeze_excite", w.to_bytes(w.plan([FusedRegion(0, at["mean"], 2), scale]))
 
 
+def _dequantize_channels_last() -> bytes:
+    """int8 NHWC results dequantized straight into NCHW float graph outputs
+    (DEQUANTIZE's channels_last, format version 5), rank 3, 4 and 5, each
+    output EXTERNAL (the caller's buffer, Interpreter::BindOutput) as the
+    lowering makes it; one plain DEQUANTIZE output stays in the arena because
+    a later op reads it."""
+    w = Xts3Writer()
+    inputs, outputs = [], []
+    for shape in ([2, 6, 7, 5], [1, 9, 3], [1, 3, 4, 5, 2]):
+        x = w.tensor(shape, scale=S, zero_point=Z)
+        y = w.tensor([shape[0], shape[-1], *shape[1:-1]], "FLOAT32")
+        w.op("DEQUANTIZE", [x], [y], scale_f32=S, zero_point=Z, channels_last=1)
+        inputs.append(x)
+        outputs.append(y)
+    f = w.tensor([2, 6, 7, 5], "FLOAT32")
+    w.op("DEQUANTIZE", [inputs[0]], [f], scale_f32=S, zero_point=Z)
+    q = w.tensor([2, 6, 7, 5], scale=2 * S, zero_point=0)
+    w.op("QUANTIZE", [f], [q], inv_scale_f32=1.0 / (2 * S), zero_point=0)
+    w.set_inputs(inputs)
+    w.set_outputs(outputs + [f, q])
+    w.mark_external_outputs()
+    return w.to_bytes()
+
+
 def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "selfcheck_cnn", selfcheck.build(np.random.default_rng(2026))[0]
     yield "every_other_op", _everything_else()
@@ -321,6 +345,7 @@ def op_graphs() -> Iterator[tuple[str, bytes]]:
     yield "one_d_pools", _one_d()
     yield "masked_softmax", _masked_softmax()
     yield "quantize_channels_last", _quantize_channels_last()
+    yield "dequantize_channels_last", _dequantize_channels_last()
     yield "recurrent", _recurrent()
     for i, (shape, rms, affine) in enumerate([((3, 1), False, 2), ((2, 2, 7), True, 1), ((4, 64), False, 0),
                                               ((1, 2, 1, 257), False, 2), ((5, 33), True, 0)]):

@@ -16,6 +16,18 @@ TensorInfo EvalContext::tensor(uint16_t index) const {
   return t;
 }
 
+namespace {
+
+// The caller's buffer of EXTERNAL graph output tensor `index` (the parser
+// lists each such tensor once among the outputs), nullptr if unbound.
+uint8_t* ExternalOutput(const Model& model, void* const* bound, uint16_t index) {
+  for (uint32_t i = 0; i < model.num_outputs(); ++i)
+    if (model.output(i) == index) return bound ? (uint8_t*)bound[i] : nullptr;
+  return nullptr;
+}
+
+}  // namespace
+
 const uint8_t* EvalContext::in(uint16_t index) const {
   if (index == kNoTensor) return nullptr;
   if (const TensorView* v = view(index)) return v->data;
@@ -24,7 +36,9 @@ const uint8_t* EvalContext::in(uint16_t index) const {
   if ((t.flags & kTensorFlagExternal) != 0) {
     for (uint32_t i = 0; i < model->num_inputs(); ++i)
       if (model->input(i) == index) return external ? (const uint8_t*)external[i] : nullptr;
-    return nullptr;  // the parser allows EXTERNAL only on graph inputs
+    // Else an EXTERNAL graph output (the parser allows no other), which a
+    // later op may read too.
+    return ExternalOutput(*model, external_out, index);
   }
   return t.memory == Memory::CONSTANT ? model->constant_data(t) : arena + t.offset;
 }
@@ -32,7 +46,9 @@ const uint8_t* EvalContext::in(uint16_t index) const {
 uint8_t* EvalContext::out(uint16_t index) const {
   if (const TensorView* v = view(index)) return v->data;
   if (model->caller_tensors()) return model->tensor_bytes(index);
-  return arena + model->tensor(index).offset;
+  const TensorInfo t = model->tensor(index);
+  if ((t.flags & kTensorFlagExternal) != 0) return ExternalOutput(*model, external_out, index);
+  return arena + t.offset;
 }
 
 MemoryRequirements ComputeMemoryRequirements(const Model& model) {
@@ -93,6 +109,7 @@ Status Interpreter::Init(const Model* model, void* arena, size_t arena_bytes, vo
   regions_ = persistent;
   model_ = model;
   for (uint32_t i = 0; i < kMaxGraphInputs; ++i) external_[i] = nullptr;
+  for (uint32_t i = 0; i < kMaxGraphOutputs; ++i) external_out_[i] = nullptr;
   arena_ = (uint8_t*)arena;
   scratch_ = (uint8_t*)scratch;
   scratch_bytes_ = need.scratch_bytes;
@@ -105,31 +122,66 @@ void* Interpreter::input_data(uint32_t i) const {
   return arena_ + input_info(i).offset;
 }
 
-Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
-  if (model_ == nullptr)
-    return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
-  if (i >= num_inputs())
-    return Status::Error(StatusCode::kInvalidArgument, "bind: input %u of %u", (unsigned)i,
-                         (unsigned)num_inputs());
-  const TensorInfo t = input_info(i);
+namespace {
+
+// The checks BindInput and BindOutput share: `what` is "input" or "output",
+// `t` the tensor of graph input/output i (valid when i < count), `where`
+// the accessor a non-EXTERNAL one is used through.
+Status CheckBinding(const char* what, const char* where, uint32_t i, uint32_t count,
+                    const TensorInfo& t, const void* data, size_t nbytes) {
+  if (i >= count)
+    return Status::Error(StatusCode::kInvalidArgument, "bind: %s %u of %u", what, (unsigned)i,
+                         (unsigned)count);
   if ((t.flags & kTensorFlagExternal) == 0)
-    return Status::Error(StatusCode::kInvalidArgument,
-                         "bind: input %u is not EXTERNAL (write it at input_data)", (unsigned)i);
+    return Status::Error(StatusCode::kInvalidArgument, "bind: %s %u is not EXTERNAL (use %s)", what,
+                         (unsigned)i, where);
   const uint32_t align = DTypeSize(t.dtype);  // natural alignment of the element type
   if (data == nullptr || (uintptr_t)data % align != 0)
     return Status::Error(StatusCode::kInvalidArgument,
-                         "bind: input %u data must be non-null and %u-byte aligned", (unsigned)i,
+                         "bind: %s %u data must be non-null and %u-byte aligned", what, (unsigned)i,
                          (unsigned)align);
   if (nbytes != t.nbytes)
-    return Status::Error(StatusCode::kInvalidArgument, "bind: input %u has %lu bytes, expected %u",
+    return Status::Error(StatusCode::kInvalidArgument, "bind: %s %u has %lu bytes, expected %u", what,
                          (unsigned)i, (unsigned long)nbytes, (unsigned)t.nbytes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Interpreter::BindInput(uint32_t i, const void* data, size_t nbytes) {
+  if (model_ == nullptr)
+    return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
+  const TensorInfo t = i < num_inputs() ? input_info(i) : TensorInfo{};
+  ESPNN_RETURN_IF_ERROR(CheckBinding("input", "input_data", i, num_inputs(), t, data, nbytes));
   external_[i] = data;
+  return Status::Ok();
+}
+
+Status Interpreter::BindOutput(uint32_t i, void* data, size_t nbytes) {
+  if (model_ == nullptr)
+    return Status::Error(StatusCode::kNotInitialized, "bind before a successful init");
+  const TensorInfo t = i < num_outputs() ? output_info(i) : TensorInfo{};
+  ESPNN_RETURN_IF_ERROR(CheckBinding("output", "output_data", i, num_outputs(), t, data, nbytes));
+  external_out_[i] = data;
   return Status::Ok();
 }
 
 const void* Interpreter::output_data(uint32_t i) const {
   if (model_->caller_tensors()) return model_->tensor_bytes(model_->output(i));
+  if ((output_info(i).flags & kTensorFlagExternal) != 0) return external_out_[i];
   return arena_ + output_info(i).offset;
+}
+
+Status Interpreter::CheckBound() const {
+  for (uint32_t i = 0; i < num_inputs(); ++i)
+    if ((input_info(i).flags & kTensorFlagExternal) != 0 && external_[i] == nullptr)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "invoke: EXTERNAL input %u is not bound (BindInput)", (unsigned)i);
+  for (uint32_t i = 0; i < num_outputs(); ++i)
+    if ((output_info(i).flags & kTensorFlagExternal) != 0 && external_out_[i] == nullptr)
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "invoke: EXTERNAL output %u is not bound (BindOutput)", (unsigned)i);
+  return Status::Ok();
 }
 
 Status Interpreter::InvokeOp(uint32_t index) {
@@ -141,6 +193,7 @@ Status Interpreter::InvokeOp(uint32_t index) {
   // An op inside a fused region runs as part of its BAND_LOOP (which runs
   // the whole region band by band); invoked alone it does nothing.
   if (band::EnclosingLoop(*model_, index) != band::kNotInRegion) return Status::Ok();
+  ESPNN_RETURN_IF_ERROR(CheckBound());
   return RunOp(index);
 }
 
@@ -148,6 +201,7 @@ Status Interpreter::RunOp(uint32_t index) {
   const OpInfo op = model_->op(index);
   EvalContext ctx{model_, arena_, scratch_, scratch_bytes_};
   ctx.external = external_;
+  ctx.external_out = external_out_;
   ctx.regions = regions_;
   ctx.num_regions = num_regions_;
   Status s = LookupOpKernel(op.opcode)->eval(op, ctx);
@@ -158,10 +212,7 @@ Status Interpreter::RunOp(uint32_t index) {
 Status Interpreter::Invoke() {
   if (model_ == nullptr)
     return Status::Error(StatusCode::kNotInitialized, "invoke before a successful init");
-  for (uint32_t i = 0; i < num_inputs(); ++i)
-    if ((input_info(i).flags & kTensorFlagExternal) != 0 && external_[i] == nullptr)
-      return Status::Error(StatusCode::kInvalidArgument,
-                           "invoke: EXTERNAL input %u is not bound (BindInput)", (unsigned)i);
+  ESPNN_RETURN_IF_ERROR(CheckBound());
   // Skipping each region's ops here (its BAND_LOOP runs them) keeps
   // InvokeOp's region lookup off this path.
   for (uint32_t i = 0; i < model_->num_ops(); ++i) {

@@ -732,11 +732,19 @@ Status ParseModel(const void* data, size_t size, Model* out, void* const* tensor
   }
 
   // EXTERNAL tensors are graph inputs (so no op writes them: CheckOp rejects
-  // an output that a graph input already defines).
-  for (uint32_t t = 0; t < m.num_tensors(); ++t)
-    if ((m.tensor(t).flags & kTensorFlagExternal) != 0 && !graph_inputs.has(t))
+  // an output that a graph input already defines) or, from version
+  // kExternalOutputMinVersion, graph outputs written by an op (checked with
+  // the graph outputs below).
+  for (uint32_t t = 0; t < m.num_tensors(); ++t) {
+    if ((m.tensor(t).flags & kTensorFlagExternal) == 0 || graph_inputs.has(t)) continue;
+    bool output = false;
+    for (uint32_t i = 0; i < m.num_outputs() && !output; ++i) output = m.output(i) == t;
+    if (!output || m.version_ < kExternalOutputMinVersion)
       return Status::Error(StatusCode::kInvalidBlob,
-                           "tensor %u: EXTERNAL but not a graph input", (unsigned)t);
+                           output ? "tensor %u: an EXTERNAL graph output needs format version 5"
+                                  : "tensor %u: EXTERNAL but not a graph input or a graph output",
+                           (unsigned)t);
+  }
 
   for (uint32_t i = 0; i < m.num_ops(); ++i) {
     const uint8_t* rec = m.section_[Model::kOps] + i * kOpRecordSize;
@@ -753,9 +761,19 @@ Status ParseModel(const void* data, size_t size, Model* out, void* const* tensor
       return Status::Error(StatusCode::kInvalidBlob,
                            "graph output %u (tensor %u) is not written by any op or graph input",
                            (unsigned)i, (unsigned)t);
-    if (m.tensor(t).flags & kTensorFlagExternal)
+    if ((m.tensor(t).flags & kTensorFlagExternal) == 0) continue;
+    // The caller's buffer: an op must write it (a graph input that is also
+    // an output would be two caller buffers for one tensor), and it is bound
+    // once, so it is listed once.
+    if (graph_inputs.has(t))
       return Status::Error(StatusCode::kInvalidBlob,
-                           "graph output %u (tensor %u) is EXTERNAL", (unsigned)i, (unsigned)t);
+                           "graph output %u (tensor %u) is EXTERNAL and also a graph input",
+                           (unsigned)i, (unsigned)t);
+    for (uint32_t j = 0; j < i; ++j)
+      if (m.output(j) == t)
+        return Status::Error(StatusCode::kInvalidBlob,
+                             "graph output %u (tensor %u) is EXTERNAL and repeats graph output %u",
+                             (unsigned)i, (unsigned)t, (unsigned)j);
   }
   {
     Status s = band::CheckRegions(m);

@@ -35,10 +35,12 @@ struct CaseMemory {
   void* arena = nullptr;
   void* scratch = nullptr;
   void* regions = nullptr;
+  void* outputs = nullptr;  // the EXTERNAL graph outputs (activation memory, like the arena)
   uint64_t bytes = 0;
 
   explicit CaseMemory(RunnerPlatform& p) : pf(p) {}
   ~CaseMemory() {
+    if (outputs) pf.Free(outputs, MemoryUse::kArena);
     if (regions) pf.Free(regions, MemoryUse::kRegions);
     if (scratch) pf.Free(scratch, MemoryUse::kScratch);
     if (arena) pf.Free(arena, MemoryUse::kArena);
@@ -95,6 +97,33 @@ Status CopyInputs(Interpreter& interp, const Case& c) {
     else
       memcpy(interp.input_data(i), c.inputs + off, t.nbytes);
     off += t.nbytes;
+  }
+  return Status::Ok();
+}
+
+// EXTERNAL outputs are written where the caller says: one block holds them
+// all (each at a 16-byte aligned offset), bound once for every Invoke. It is
+// the application's result memory, not what the model requires
+// (MemoryRequirements), so it is not counted in the line's `alloc`.
+Status BindOutputs(Interpreter& interp, CaseMemory& mem) {
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < interp.num_outputs(); ++i)
+    if (interp.output_info(i).flags & xts3::kTensorFlagExternal)
+      total += (interp.output_info(i).nbytes + 15u) & ~15u;
+  if (total == 0) return Status::Ok();
+  const uint64_t counted = mem.bytes;
+  mem.outputs = mem.Get((size_t)total, MemoryUse::kArena);
+  mem.bytes = counted;
+  if (mem.outputs == nullptr)
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "cannot allocate %llu bytes for the outputs (out of memory)",
+                         (unsigned long long)total);
+  uint8_t* at = (uint8_t*)mem.outputs;
+  for (uint32_t i = 0; i < interp.num_outputs(); ++i) {
+    const TensorInfo t = interp.output_info(i);
+    if ((t.flags & xts3::kTensorFlagExternal) == 0) continue;
+    ESPNN_RETURN_IF_ERROR(interp.BindOutput(i, at, t.nbytes));
+    at += (t.nbytes + 15u) & ~15u;
   }
   return Status::Ok();
 }
@@ -171,6 +200,8 @@ bool RunCase(const Case& c, RunnerPlatform& pf, const RunnerOptions& options) {
   s = interp.Init(&model, mem.arena, req.arena_bytes, mem.scratch, req.scratch_bytes, mem.regions,
                   req.persistent_bytes);
   if (!s.ok()) return Fail(pf, c, "init", s);
+  s = BindOutputs(interp, mem);
+  if (!s.ok()) return Fail(pf, c, "alloc", s);
 
   // 3. The payloads must be exactly the graph's inputs and outputs.
   uint64_t in_bytes = 0, out_bytes = 0;

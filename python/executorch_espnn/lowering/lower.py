@@ -64,6 +64,9 @@ def build(sub: Subgraph, options: CompileOptions | None = None) -> LowerContext:
         # Float images are read where the caller holds them (EXTERNAL), not
         # copied into the arena: on a 224x224 RGB input that is 602 KB.
         ctx.writer.mark_external_inputs()
+        # Float results are written where the caller wants them (EXTERNAL):
+        # LR-ASPP's 224x224x21 logits are 4.2 MB of float32.
+        ctx.writer.mark_external_outputs()
     except (Unsupported, ValueError) as e:  # ValueError: the writer refused a value
         where = node if node is not None else ctx.current
         name = where.name if where is not None else None
@@ -83,6 +86,9 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     # A float NCHW input quantized and then transposed for the convs is
     # quantized straight into NHWC: one int8 copy in the arena, not two.
     folded = ctx.writer.fold_quantize_transposes()
+    # Its mirror at the output: an NHWC int8 result transposed back to NCHW
+    # for the float output is dequantized straight into NCHW.
+    folded = _renumbered_union(folded, ctx.writer.fold_dequantize_transposes())
     ctx.op_nodes = [name for i, name in enumerate(ctx.op_nodes) if i not in folded]
     ctx.num_tensors -= len(folded)  # each fold drops the int8 NCHW tensor too
     lim = limits or ctx.limits
@@ -116,6 +122,13 @@ def lower_subgraph(sub: Subgraph, options: CompileOptions | None = None, *, limi
     validate(blob, _with_band_loops(ctx.op_nodes, schedule.regions))
     return LoweredProgram(blob, list(ctx.op_nodes), ctx.num_tensors, len(ctx.op_nodes), len(sub.inputs),
                           len(sub.outputs), schedule)
+
+
+def _renumbered_union(first: list[int], second: list[int]) -> list[int]:
+    """Original op indices removed by two folds run in turn: ``second``
+    indexes the ops left after ``first`` removed its own."""
+    kept = [i for i in range(max(first + second, default=-1) + len(first) + 1) if i not in set(first)]
+    return sorted(set(first) | {kept[i] for i in second})
 
 
 def _with_band_loops(op_nodes: list[str], regions) -> list[str]:

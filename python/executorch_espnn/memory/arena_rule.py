@@ -211,9 +211,13 @@ def lifetimes(g: ArenaGraph) -> tuple[dict[int, int], dict[int, int]]:
         for t in g.arena_inputs(op):
             last[t] = max(last.get(t, step), step)
         for t in op.outputs:
+            if not g.in_arena[t]:
+                continue  # an EXTERNAL graph output: the caller's buffer
             first.setdefault(t, step)
             last[t] = max(last.get(t, step), step)
     for t in g.outputs:
+        if not g.in_arena[t]:
+            continue
         last[t] = end
         first.setdefault(t, -1)  # an output nobody writes is the caller's (a graph input)
     for b, e in regions_of(g):  # a region's tensors are live over all of it

@@ -63,7 +63,7 @@ def _list_schedule(g: ArenaGraph, *, by_net_bytes: bool) -> list[int]:
     written_at: dict[int, int] = {}  # tensor -> step it was written (recency)
 
     def net_bytes(i: int) -> int:
-        added = sum(aligned(g.nbytes[t]) for t in ops[i].outputs)
+        added = sum(aligned(g.nbytes[t]) for t in ops[i].outputs if g.in_arena[t])
         freed = sum(aligned(g.nbytes[t]) for t in arena_inputs[i] if readers[t] == 1 and t not in outputs)
         return added - freed
 

@@ -62,7 +62,9 @@ def _parse(func: str) -> tuple[str, list[tuple[str, str]]]:
     m = _FUNC_RE.match(func.strip())
     if m is None:
         raise ValueError(f"operators.yaml: {func!r} is not an espnn out variant")
-    args = [tuple(a.strip().rsplit(" ", 1)) for a in m.group(2).split(",")]
+    # A default (`int channels_last=0`: a field appended in a later format
+    # version, 0 = what the op did before it) is the schema's, not the name's.
+    args = [tuple(a.split("=", 1)[0].strip().rsplit(" ", 1)) for a in m.group(2).split(",")]
     return m.group(1), args
 
 
@@ -139,8 +141,9 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
     if op.opcode == "QUANTIZE":  # channels_last: [N, C, spatial...] written as [N, spatial..., C]
         shape = tuple(x.shape)
         return (shape[:1] + shape[2:] + shape[1:2] if p["channels_last"] else shape), torch.int8
-    if op.opcode == "DEQUANTIZE":
-        return tuple(x.shape), torch.float32
+    if op.opcode == "DEQUANTIZE":  # channels_last: [N, spatial..., C] written as [N, C, spatial...]
+        shape = tuple(x.shape)
+        return (shape[:1] + shape[-1:] + shape[1:-1] if p["channels_last"] else shape), torch.float32
     raise NotImplementedError(f"no output shape rule for {op.opcode}")
 
 
@@ -151,9 +154,12 @@ def output_shape(op: OplibOp, tensors, params: dict) -> tuple[int, ...]:
 
 def _split(op: OplibOp, args):
     """(tensor inputs, {param: value}); a trailing scratch argument is the
-    kernels' planned buffer: the reference allocates its own."""
+    kernels' planned buffer: the reference allocates its own. A trailing
+    parameter left out (one with a schema default, a field appended in a
+    later format version) is 0, what the op did before it existed."""
     tensors = list(args[:len(op.inputs)])
-    params = dict(zip(op.params, args[len(op.inputs):len(op.inputs) + len(op.params)]))
+    given = list(args[len(op.inputs):len(op.inputs) + len(op.params)])
+    params = dict(zip(op.params, given + [0] * (len(op.params) - len(given))))
     return tensors, params
 
 

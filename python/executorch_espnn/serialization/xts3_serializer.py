@@ -60,7 +60,7 @@ class _Tensor:
     data: bytes | None = None  # constants only
     offset: int | None = None  # arena offset fixed by the caller (tests that build a plan by hand)
     nbytes_override: int | None = None  # a BANDED tensor's band buffer (fused regions)
-    external: bool = False  # EXTERNAL graph input: the caller's bytes, no arena space
+    external: bool = False  # EXTERNAL graph input or output: the caller's bytes, no arena space
 
     @property
     def in_arena(self) -> bool:
@@ -190,6 +190,49 @@ class Xts3Serializer:
                 marked.append(t)
         return marked
 
+    def mark_external_outputs(self) -> list[int]:
+        """Makes EXTERNAL every FLOAT32 graph output that a DEQUANTIZE writes,
+        that no op reads, that is listed once and that is no graph input: the
+        DEQUANTIZE then writes the caller's tensor (Interpreter::BindOutput),
+        so the float result, four times its int8 source, takes no arena bytes
+        and is not copied out. Always done by the lowering. Returns the
+        tensors marked."""
+        marked = []
+        for t in self._outputs:
+            tensor = self._tensors[t]
+            writers = [op for op in self._ops if t in op.outputs]
+            if (tensor.dtype == "FLOAT32" and tensor.memory == "ARENA" and not tensor.external
+                    and self._outputs.count(t) == 1 and t not in self._inputs
+                    and [op.name for op in writers] == ["DEQUANTIZE"]
+                    and not any(t in op.inputs for op in self._ops)):
+                tensor.external = True
+                marked.append(t)
+        return marked
+
+    def fold_dequantize_transposes(self) -> list[int]:
+        """Folds each TRANSPOSE NHWC -> NCHW (last dim moved to 1) that only a
+        DEQUANTIZE reads into that DEQUANTIZE (its ``channels_last``): the
+        int8 NHWC result is then dequantized straight into the NCHW float
+        layout, and the int8 NCHW copy, live next to the NHWC one (2 x
+        1,053,696 B for LR-ASPP's 224x224x21 logits), is gone. The values are
+        the same. Returns the indices the removed TRANSPOSE ops had (each also
+        leaves one tensor fewer)."""
+        flag = fmt.OPCODES["DEQUANTIZE"]["params"].index("channels_last")
+        removed = []
+        for i, op in enumerate(self._ops):
+            if op.name != "TRANSPOSE":
+                continue
+            mid = op.outputs[0]
+            rank = len(self._tensors[mid].shape)
+            readers = [r for r in self._ops if mid in r.inputs]
+            if (rank >= 3 and op.params[:rank] == [0, rank - 1, *range(1, rank - 1)] and len(readers) == 1
+                    and readers[0].name == "DEQUANTIZE" and readers[0].params[flag] == 0
+                    and mid not in self._outputs and mid not in self._inputs):
+                readers[0].inputs = [op.inputs[0]]
+                readers[0].params[flag] = 1
+                removed.append((i, mid))
+        return self._drop_folded(removed)
+
     def fold_quantize_transposes(self) -> list[int]:
         """Folds each TRANSPOSE NCHW -> NHWC (dim 1 moved last) of a QUANTIZE
         output that nothing else reads into the QUANTIZE (its
@@ -213,8 +256,13 @@ class Xts3Serializer:
                 writers[0].outputs = list(op.outputs)
                 writers[0].params[flag] = 1
                 removed.append((i, src))
-        for _, src in sorted(removed, key=lambda r: -r[1]):
-            self._drop_tensor(src)
+        return self._drop_folded(removed)
+
+    def _drop_folded(self, removed: list[tuple[int, int]]) -> list[int]:
+        """Removes each folded (op index, tensor) pair's op and tensor, which
+        nothing names any more; returns the removed ops' indices."""
+        for _, t in sorted(removed, key=lambda r: -r[1]):
+            self._drop_tensor(t)
         gone = {i for i, _ in removed}
         self._ops = [op for i, op in enumerate(self._ops) if i not in gone]
         return sorted(gone)
@@ -255,12 +303,14 @@ class Xts3Serializer:
     # -- bytes -------------------------------------------------------------------
     def format_version(self, ops: Sequence[_Op] | None = None) -> int:
         """The oldest format version that has every opcode this graph uses
-        (fused regions: BAND_LOOP's), tensor flag (EXTERNAL: version 2) and
-        parameter field set to other than 0 (fields appended later, e.g.
-        QUANTIZE's channels_last: version 4): a graph without newer features
-        stays readable by older runtimes."""
+        (fused regions: BAND_LOOP's), tensor flag (EXTERNAL: version 2; on a
+        graph output: version 5) and parameter field set to other than 0
+        (fields appended later, e.g. QUANTIZE's channels_last: version 4): a
+        graph without newer features stays readable by older runtimes."""
         ops = self._ops if ops is None else ops
         flags = [fmt.TENSOR_FLAG_MIN_VERSION] if any(t.external for t in self._tensors) else []
+        if any(self._tensors[t].external for t in self._outputs):
+            flags.append(fmt.EXTERNAL_OUTPUT_MIN_VERSION)
         return max([fmt.MIN_FORMAT_VERSION] + flags + [_op_version(op) for op in ops])
 
     def _with_regions(self, regions) -> tuple[list[_Tensor], list[_Op], dict[int, int]]:

@@ -53,7 +53,13 @@ class Interpreter {
   // Points EXTERNAL graph input i at the caller's bytes (exactly nbytes,
   // aligned to the element size); they must stay valid through Invoke.
   Status BindInput(uint32_t i, const void* data, size_t nbytes);
-  // Where graph output i is after Invoke.
+  // Points EXTERNAL graph output i at the caller's buffer (exactly nbytes,
+  // aligned to the element size): Invoke writes the output there, not in
+  // the arena. It must stay valid through Invoke; Invoke refuses to run
+  // while an EXTERNAL output is unbound.
+  Status BindOutput(uint32_t i, void* data, size_t nbytes);
+  // Where graph output i is after Invoke (the bound buffer for an EXTERNAL
+  // output, nullptr while it is unbound).
   const void* output_data(uint32_t i) const;
 
   // Runs every op in order.
@@ -62,6 +68,8 @@ class Interpreter {
   Status InvokeOp(uint32_t index);
 
  private:
+  // Every EXTERNAL input and output bound (Invoke's precondition).
+  Status CheckBound() const;
   // Runs op `index` (in range, not inside a fused region).
   Status RunOp(uint32_t index);
 
@@ -72,6 +80,7 @@ class Interpreter {
   const void* regions_ = nullptr;  // `persistent`: the fused regions' records (Init)
   uint32_t num_regions_ = 0;
   const void* external_[xts3::kMaxGraphInputs] = {};  // BindInput, by graph input
+  void* external_out_[xts3::kMaxGraphOutputs] = {};   // BindOutput, by graph output
 };
 
 }  // namespace espnn

@@ -18,7 +18,7 @@ namespace xts3 {
 constexpr uint32_t kMagic = 0x33535458u;  // bytes 'X' 'T' 'S' '3'
 // Version written by this runtime. A blob of another version is refused:
 // opcodes and parameter layouts are defined per version below.
-constexpr uint16_t kFormatVersion = 4;
+constexpr uint16_t kFormatVersion = 5;
 constexpr uint16_t kMinFormatVersion = 1;
 
 constexpr uint32_t kHeaderSize = 32;
@@ -71,13 +71,19 @@ constexpr uint32_t kTenDtype = 0, kTenRank = 1, kTenMemory = 2, kTenFlags = 3,
 // parser computes the rows every band needs and checks the capacity; no op
 // outside its region may read it, and it is never a graph input or output.
 constexpr uint8_t kTensorFlagBanded = 0x01;
-// EXTERNAL: a FLOAT32 graph input whose bytes the caller provides at Invoke
-// (Interpreter::BindInput) instead of copying them into the arena. It takes
-// no arena space: its offset must be 0 and it is in no arena range check.
-// Never a graph output, never written by an op, never BANDED.
+// EXTERNAL: a FLOAT32 tensor whose bytes the caller provides instead of the
+// arena. It takes no arena space: its offset must be 0, it is in no arena
+// range check (so it aliases nothing), and it is never BANDED. It is either
+//   * a graph input, never written by an op (Interpreter::BindInput: read
+//     in place), or
+//   * from version kExternalOutputMinVersion, a graph output written by
+//     exactly one op and listed once among the outputs, never also a graph
+//     input (Interpreter::BindOutput: the op writes the caller's buffer, so
+//     a large float result costs no arena bytes and no copy).
 constexpr uint8_t kTensorFlagExternal = 0x02;
 constexpr uint8_t kTensorFlagsKnown = kTensorFlagBanded | kTensorFlagExternal;
 constexpr uint16_t kTensorFlagMinVersion = 2;  // the first version with tensor flags
+constexpr uint16_t kExternalOutputMinVersion = 5;  // the first with EXTERNAL graph outputs
 
 #define ESPNN_XTS3_DTYPES(X) \
   /* name,  id, element bytes */ \
@@ -258,7 +264,12 @@ constexpr float kSoftmaxOutScale = 1.0f / 256.0f;
 // no int8 NCHW copy and no TRANSPOSE next to it in the arena.
 #define ESPNN_XTS3_PARAMS_QUANTIZE(F) F(inv_scale_f32) F(zero_point) F(channels_last)
 // DEQUANTIZE int8 -> float32: x = (q - zero_point) * scale, in float32.
-#define ESPNN_XTS3_PARAMS_DEQUANTIZE(F) F(scale_f32) F(zero_point)
+// channels_last (version 5; 0 or 1): 1 = the input is [N, spatial..., C]
+// (rank 3..5) and the output holds it with the last dim moved to 1, [N, C,
+// spatial...]: QUANTIZE's channels_last mirrored, so ESP-NN's NHWC result
+// becomes the NCHW float graph output with no TRANSPOSE and no int8 NCHW
+// copy next to it in the arena.
+#define ESPNN_XTS3_PARAMS_DEQUANTIZE(F) F(scale_f32) F(zero_point) F(channels_last)
 // REQUANTIZE int8 -> int8: y = clamp(MBQM(x - in_zp, mult, shift) + out_zp).
 #define ESPNN_XTS3_PARAMS_REQUANTIZE(F) \
   F(input_zero_point) F(output_zero_point) F(mult) F(shift)
@@ -334,7 +345,8 @@ ESPNN_XTS3_OPS(ESPNN_X)
 // writer writes the newer version only for an op that sets such a field.
 #define ESPNN_XTS3_PARAM_APPENDS(X) \
   /* opcode,  version, fields_before */ \
-  X(QUANTIZE, 4, 2)
+  X(QUANTIZE, 4, 2) \
+  X(DEQUANTIZE, 5, 2)
 
 // Parameter words an op of `op` has in a blob of `version`.
 constexpr uint32_t NumParamsInVersion(Opcode op, uint16_t version) {

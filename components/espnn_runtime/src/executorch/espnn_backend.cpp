@@ -353,6 +353,16 @@ class EspNNBackend final : public BackendInterface {
         memcpy(interp.input_data(i), data, info.nbytes);
       }
     }
+    for (uint32_t i = 0; i < num_out; ++i) {
+      if ((interp.output_info(i).flags & espnn::xts3::kTensorFlagExternal) == 0) continue;
+      // Zero-copy: the last op writes ExecuTorch's output tensor itself.
+      Status b = interp.BindOutput(i, args[num_in + i]->toTensor().mutable_data_ptr(),
+                                   args[num_in + i]->toTensor().nbytes());
+      if (!b.ok()) {
+        ET_LOG(Error, "EspNNBackend: output %u: %s", (unsigned)i, b.message());
+        return Error::InvalidArgument;
+      }
+    }
     Status s = Run(interp, context.event_tracer());
     if (!s.ok()) {
       ET_LOG(Error, "EspNNBackend: %s", s.message());
@@ -360,6 +370,7 @@ class EspNNBackend final : public BackendInterface {
     }
     for (uint32_t i = 0; i < num_out; ++i) {
       const TensorInfo info = interp.output_info(i);
+      if ((info.flags & espnn::xts3::kTensorFlagExternal) != 0) continue;  // written in place
       memcpy(args[num_in + i]->toTensor().mutable_data_ptr(), interp.output_data(i), info.nbytes);
     }
     return Error::Ok;

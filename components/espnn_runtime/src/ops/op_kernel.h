@@ -35,6 +35,9 @@ struct EvalContext {
   // Caller-bound data of EXTERNAL graph inputs, by graph input position
   // (Interpreter::BindInput); nullptr entries for the others.
   const void* const* external = nullptr;
+  // Caller-bound buffers of EXTERNAL graph outputs, by graph output position
+  // (Interpreter::BindOutput); nullptr entries for the others.
+  void* const* external_out = nullptr;
   // The fused regions described at Interpreter::Init (band::FindRegion).
   const void* regions = nullptr;
   uint32_t num_regions = 0;
@@ -47,7 +50,7 @@ struct EvalContext {
   TensorInfo tensor(uint16_t index) const;
   // Read-only data of any tensor (arena or constant); nullptr for kNoTensor.
   const uint8_t* in(uint16_t index) const;
-  // Writable data of an arena tensor.
+  // Writable data of an arena tensor (or of an EXTERNAL graph output).
   uint8_t* out(uint16_t index) const;
 
  private:

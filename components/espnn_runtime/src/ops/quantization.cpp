@@ -18,15 +18,19 @@ float FloatFromBits(int32_t bits) {
   return f;
 }
 
-// channels_last = 1: the output's dims are the input's with dim 1 moved last.
-Status ExpectChannelsLastShape(const TensorInfo& in, const TensorInfo& out) {
-  if (in.rank < 3)
-    return ops::Fail("channels_last needs an input of rank 3..5 ([N, C, spatial...]), not rank %u",
-                     (unsigned)in.rank);
-  bool ok = out.rank == in.rank && out.dims[0] == in.dims[0] && out.dims[in.rank - 1] == in.dims[1];
-  for (uint32_t d = 2; ok && d < in.rank; ++d) ok = out.dims[d - 1] == in.dims[d];
+// channels_last = 1: `nhwc`'s dims are `nchw`'s with dim 1 moved last
+// (QUANTIZE: input nchw, output nhwc; DEQUANTIZE the other way round).
+Status ExpectChannelsLastShape(const TensorInfo& nchw, const TensorInfo& nhwc, const char* nchw_name,
+                               const char* nhwc_name) {
+  if (nchw.rank < 3)
+    return ops::Fail("channels_last needs an %s of rank 3..5 ([N, C, spatial...]), not rank %u",
+                     nchw_name, (unsigned)nchw.rank);
+  bool ok = nhwc.rank == nchw.rank && nhwc.dims[0] == nchw.dims[0] &&
+            nhwc.dims[nchw.rank - 1] == nchw.dims[1];
+  for (uint32_t d = 2; ok && d < nchw.rank; ++d) ok = nhwc.dims[d - 1] == nchw.dims[d];
   if (!ok)
-    return ops::Fail("channels_last: the output's dims must be the input's with dim 1 moved last");
+    return ops::Fail("channels_last: the %s's dims must be the %s's with dim 1 moved last", nhwc_name,
+                     nchw_name);
   return Status::Ok();
 }
 
@@ -36,7 +40,7 @@ Status ValidateQuantize(const Model& m, const OpInfo& op) {
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::INT8, 0));
   const auto p = op.Params<QUANTIZE_Params>();
   ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.channels_last, "channels_last", 0, 1));
-  ESPNN_RETURN_IF_ERROR(p.channels_last ? ExpectChannelsLastShape(in, out)
+  ESPNN_RETURN_IF_ERROR(p.channels_last ? ExpectChannelsLastShape(in, out, "input", "output")
                                         : ops::ExpectSameShape(in, "input", out, "output"));
   const float inv_scale = FloatFromBits(p.inv_scale_f32);
   if (!(inv_scale > 0.0f) || isinf(inv_scale))
@@ -131,8 +135,10 @@ Status ValidateDequantize(const Model& m, const OpInfo& op) {
   const TensorInfo in = ops::InputTensor(m, op, 0), out = ops::OutputTensor(m, op, 0);
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(in, "input", DType::INT8, 0));
   ESPNN_RETURN_IF_ERROR(ops::ExpectTensor(out, "output", DType::FLOAT32, 0));
-  ESPNN_RETURN_IF_ERROR(ops::ExpectSameShape(in, "input", out, "output"));
   const auto p = op.Params<DEQUANTIZE_Params>();
+  ESPNN_RETURN_IF_ERROR(ops::ExpectRange(p.channels_last, "channels_last", 0, 1));
+  ESPNN_RETURN_IF_ERROR(p.channels_last ? ExpectChannelsLastShape(out, in, "output", "input")
+                                        : ops::ExpectSameShape(in, "input", out, "output"));
   const float scale = FloatFromBits(p.scale_f32);
   if (!(scale > 0.0f) || isinf(scale)) return ops::Fail("scale_f32 must be a finite positive float");
   return ops::ExpectRange(p.zero_point, "zero_point", -128, 127);
@@ -146,6 +152,22 @@ Status EvalDequantize(const OpInfo& op, const EvalContext& ctx) {
   const int8_t* src = (const int8_t*)ctx.in(op.inputs[0]);
   uint8_t* dst = ctx.out(op.outputs[0]);
   const uint32_t n = in.num_elements();
+  if (p.channels_last) {
+    // The input [N, S, C] (S = the spatial dims' product) read in order, the
+    // output [N, C, S] written with the stride S between channels.
+    const uint32_t channels = in.dims[in.rank - 1];
+    uint32_t spatial = 1;
+    for (uint32_t d = 1; d + 1 < in.rank; ++d) spatial *= in.dims[d];
+    for (uint32_t b = 0; b < in.dims[0]; ++b, dst += 4u * channels * spatial) {
+      for (uint32_t s = 0; s < spatial; ++s) {
+        for (uint32_t c = 0; c < channels; ++c) {
+          float x = (float)((int32_t)*src++ - p.zero_point) * scale;
+          memcpy(dst + 4u * (c * spatial + s), &x, 4);
+        }
+      }
+    }
+    return Status::Ok();
+  }
   for (uint32_t i = 0; i < n; ++i) {
     float x = (float)((int32_t)src[i] - p.zero_point) * scale;
     memcpy(dst + 4u * i, &x, 4);

@@ -35,7 +35,12 @@ extern "C" void app_main(void) {
     // 16-byte aligned, so the float view is aligned).
     float* in = (float*)interp.input_data(0);
     for (int i = 0; i < 16; ++i) in[i] = 0.25f * (float)i - 1.0f;
-    s = interp.Invoke();
+    // A model may leave a float output EXTERNAL (written straight into the
+    // caller's buffer, no arena bytes): bind one then. This one does not.
+    static float out_buf[4];
+    if (interp.output_info(0).flags & espnn::xts3::kTensorFlagExternal)
+      s = interp.BindOutput(0, out_buf, sizeof(out_buf));
+    if (s.ok()) s = interp.Invoke();
   }
   if (s.ok()) {
     const float* out = (const float*)interp.output_data(0);
