@@ -19,11 +19,16 @@ oplib/delegate) and whether the outputs are byte-identical on --samples
 random inputs.
 
 Host latency is not device speed: it is x86 (or the host's) ANSI C kernels
-through ExecuTorch's host runtime, and in the operator library each op call
-also builds a one-op program and copies its weights (docs/oplib.md, "What is
-left"). The emulated ESP32-S3 columns (app image size, instructions) are
-printed as "not measured": the ESP-IDF component does not build the operator
-library's kernels yet, so there is no device image of an oplib program.
+through ExecuTorch's host runtime; in the operator library each op call also
+writes and checks a one-op program (docs/oplib.md, "What is left").
+
+The emulated ESP32-S3 column is read from the device evidence
+(docs/device-evidence.json, or --evidence): the median guest instructions of
+the model's .pte suites on the .pte-mode build, pte_<model> (delegate) and
+pte_oplib_<model> (operator library), each a program `espnn compile` made
+from the same zoo model (its own calibration, so its own scales: instruction
+counts do not depend on them beyond rounding paths). The evidence names the
+device code it was measured at; the script prints it.
 """
 
 from __future__ import annotations
@@ -36,38 +41,36 @@ import sys
 import time
 from pathlib import Path
 
-MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "small_vit", "gru_kws", "cpu_island")
-NOT_MEASURED = ("not measured: the ESP-IDF component does not build the operator library's kernels yet "
-                "(docs/oplib.md), so there is no device image of an oplib program")
-
-
-def cpu_island():
-    """A conv net with one op ESP-NN does not lower (cumsum, float on ExecuTorch's
-    portable kernels) between int8 convs: no zoo model has a CPU island."""
-    import torch
-    from torch import nn
-
-    class Island(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
-            self.body = nn.Conv2d(16, 16, 3, padding=1)
-            self.head = nn.Linear(16, 10)
-
-        def forward(self, x):
-            y = torch.cumsum(torch.relu(self.stem(x)), dim=2)  # the island
-            y = torch.relu(self.body(y))
-            return self.head(nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
-
-    torch.manual_seed(0)
-    return Island().eval(), (torch.randn(1, 3, 32, 32),)
+MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "small_vit", "gru_kws", "cumsum_island")
+REPO = Path(__file__).resolve().parents[1]
+EVIDENCE = REPO / "docs/device-evidence.json"
 
 
 def make_model(name: str):
-    """(float model in eval mode, example inputs)."""
+    """(float model in eval mode, example inputs). cumsum_island (conv | cumsum
+    in float on the CPU | conv, no zoo model has a CPU island) is the device
+    evidence's own program (tests/idf/emulated_models.py)."""
     from executorch_espnn import models
 
-    return cpu_island() if name == "cpu_island" else models.ZOO[name]()
+    if name == "cumsum_island":
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("emulated_models", REPO / "tests/idf/emulated_models.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.cumsum_island()
+    return models.ZOO[name]()
+
+
+def s3_instructions(evidence: dict | None, model: str) -> dict[str, int | None]:
+    """Median emulated-S3 instructions per mode from the device evidence's .pte suites."""
+    out = {}
+    for mode, suite in (("delegate", f"pte_{model}"), ("oplib", f"pte_oplib_{model}")):
+        counts = [c["instructions"] for c in (evidence or {}).get("cases", [])
+                  if c["suite"] == suite and c["build"] == "esp32s3-pte" and c.get("status") == "pass"
+                  and c.get("instructions")]
+        out[mode] = int(statistics.median(counts)) if counts else None
+    return out
 
 
 def _planned(pte: bytes) -> int:
@@ -84,7 +87,7 @@ def _ours(pte: bytes) -> int:
     return sum(t["arena_bytes"] + t["max_scratch_bytes"] for t in totals)
 
 
-def measure(name: str, runs: int, samples: int) -> dict:
+def measure(name: str, runs: int, samples: int, evidence: dict | None = None) -> dict:
     import executorch.kernels.quantized  # noqa: F401  (out variants of the quantize/dequantize ops left portable)
     import torch
 
@@ -121,9 +124,10 @@ def measure(name: str, runs: int, samples: int) -> dict:
             runtime.run_pte(None, inputs[0], program=p)
             times[mode].append(time.perf_counter() - t)
     latency = {mode: statistics.median(ts) * 1e3 for mode, ts in times.items()}
+    s3 = s3_instructions(evidence, name)
     modes = {mode: {"planned_memory_bytes": _planned(pte), "our_arena_scratch_bytes": _ours(pte),
                     "pte_bytes": len(pte), "host_latency_ms": round(latency[mode], 3),
-                    "s3_app_image_bytes": None, "s3_instructions": None}
+                    "s3_instructions": s3[mode]}
              for mode, pte in ptes.items()}
     ratio = round(latency["oplib"] / latency["delegate"], 3) if both else None
     return {"model": name, "failed": failed, "modes": modes, "latency_ratio_oplib_over_delegate": ratio,
@@ -141,7 +145,7 @@ def _commit() -> str | None:
 
 
 COLUMNS = ("model", "mode", "ET planned B", "our arena+scratch B", "planned total B", ".pte B", "host ms",
-           "oplib/delegate", "byte-identical")
+           "oplib/delegate", "byte-identical", "S3 instructions (emulated)")
 
 
 def rows(result: dict) -> list[list[str]]:
@@ -152,7 +156,8 @@ def rows(result: dict) -> list[list[str]]:
             out.append([r["model"], mode, f"{m['planned_memory_bytes']:,}", f"{m['our_arena_scratch_bytes']:,}",
                         f"{total:,}", f"{m['pte_bytes']:,}", f"{m['host_latency_ms']:.2f}",
                         f"{r['latency_ratio_oplib_over_delegate']:.2f}x" if mode == "oplib" else "",
-                        ("yes" if r["outputs_byte_identical"] else "no") if mode == "oplib" else ""])
+                        ("yes" if r["outputs_byte_identical"] else "no") if mode == "oplib" else "",
+                        f"{m['s3_instructions']:,}" if m.get("s3_instructions") else "not in the evidence"])
         for mode, why in r["failed"].items():
             out.append([r["model"], mode, f"lowering failed: {why}"] + [""] * (len(COLUMNS) - 3))
     return out
@@ -178,6 +183,8 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=3, help="random inputs compared byte for byte (default 3)")
     ap.add_argument("--json", type=Path, help="write the results as JSON")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (docs/performance.md)")
+    ap.add_argument("--evidence", type=Path, default=EVIDENCE,
+                    help="device evidence to read the emulated S3 instructions from (default docs/device-evidence.json)")
     args = ap.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
@@ -187,13 +194,16 @@ def main(argv=None) -> int:
 
     import executorch_espnn  # noqa: F401  (registers the espnn:: kernels with ExecuTorch's runtime)
 
+    evidence = json.loads(args.evidence.read_text()) if args.evidence.is_file() else None
+    source = (f"{args.evidence} (device code {evidence['device_code_commit'][:7]}, .pte-mode build esp32s3-pte)"
+              if evidence else f"no device evidence at {args.evidence}")
     result = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "commit": _commit(),
-              "runs": args.runs, "samples": args.samples, "emulated_s3": NOT_MEASURED, "models": []}
+              "runs": args.runs, "samples": args.samples, "emulated_s3": source, "models": []}
     for name in names:
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        result["models"].append(measure(name, args.runs, args.samples))
+        result["models"].append(measure(name, args.runs, args.samples, evidence))
     print(markdown_table(result) if args.markdown else text_table(result))
-    print(f"\nemulated ESP32-S3 app image size and instructions: {NOT_MEASURED}")
+    print(f"\nemulated ESP32-S3 instructions (guest instructions, not cycles): {source}")
     print(f"host latency: median of {args.runs} interleaved calls per mode on this host; not device speed")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
