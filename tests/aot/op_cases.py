@@ -284,6 +284,12 @@ def _ops_of(summary, name):
     return [op for op in summary["ops"] if op["op"] == name]
 
 
+def _nchw_dequantizes(summary):
+    """DEQUANTIZEs that read NHWC and write the NCHW float output (channels_last:
+    the output TRANSPOSE folded into them)."""
+    return [op for op in _ops_of(summary, "DEQUANTIZE") if op["params"].get("channels_last") == 1]
+
+
 def _check_activations(ops, summary):
     assert ops.count("HARD_SWISH") == 1 and ops.count("LUT") == 7, ops  # sigmoid twice
     lut_out = {(summary["tensors"][op["outputs"][0]]["scale"], summary["tensors"][op["outputs"][0]]["zero_point"])
@@ -295,7 +301,8 @@ def _check_activations(ops, summary):
 
 
 def _check_transposed_conv(ops, summary):
-    t2, t1 = _ops_of(summary, "TRANSPOSE_CONV2D")
+    # (the stride-2 2-D one and the 1-D one, in whichever order the planner runs them)
+    t2, t1 = sorted(_ops_of(summary, "TRANSPOSE_CONV2D"), key=lambda op: -op["params"]["stride_h"])
     assert tuple(summary["tensors"][t2["inputs"][1]]["shape"]) == (6, 3, 3, 2)  # [Cout, kh, kw, Cin/groups]
     assert (t2["params"]["groups"], t2["params"]["stride_h"], t2["params"]["pad_top"]) == (2, 2, 1)
     assert t2["params"]["act_min"] == max(-128, t2["params"]["output_offset"])  # relu fused: real 0
@@ -305,7 +312,9 @@ def _check_transposed_conv(ops, summary):
 
 def _check_conv_wide_padding(ops, summary):
     # (The float NCHW input is quantized straight into NHWC: QUANTIZE's channels_last.)
-    assert ops == ["QUANTIZE", "PAD", "CONV2D", "PAD", "DEPTHWISE_CONV2D", "TRANSPOSE", "DEQUANTIZE"]
+    # (and the NHWC result dequantized straight into the NCHW output: DEQUANTIZE's channels_last.)
+    assert ops == ["QUANTIZE", "PAD", "CONV2D", "PAD", "DEPTHWISE_CONV2D", "DEQUANTIZE"]
+    assert len(_nchw_dequantizes(summary)) == 1
     (pad_a, pad_b), conv, dw = _ops_of(summary, "PAD"), _ops_of(summary, "CONV2D")[0], \
         _ops_of(summary, "DEPTHWISE_CONV2D")[0]
     # The padding is the real 0 of the conv's input; the kernel then pads nothing (1x1)
@@ -320,16 +329,20 @@ def _check_conv_wide_padding(ops, summary):
 def _check_upsample(ops, summary):
     assert ops.count("RESIZE_NEAREST") == 2 and ops.count("RESIZE_BILINEAR") == 2, ops
     assert "REQUANTIZE" not in ops  # the resizes share their input's quantization
-    assert ops.count("TRANSPOSE") == 4, ops  # each of the 4 NCHW outputs (the input: QUANTIZE's channels_last)
+    # each of the 4 NCHW outputs dequantized from NHWC (the input: QUANTIZE's channels_last)
+    assert "TRANSPOSE" not in ops and len(_nchw_dequantizes(summary)) == 4, ops
 
 
 def _check_data_movement(ops, summary):
-    assert ops.count("TRANSPOSE") == 1, ops  # the image out (in: QUANTIZE's channels_last): the movement runs on NHWC
+    # the image in and out (QUANTIZE's and DEQUANTIZE's channels_last): the movement runs on NHWC
+    assert "TRANSPOSE" not in ops and len(_nchw_dequantizes(summary)) == 1, ops
     assert "REQUANTIZE" not in ops, ops  # parts share the quantization of the whole
     splits, concats, pads = _ops_of(summary, "SPLIT"), _ops_of(summary, "CONCAT"), _ops_of(summary, "PAD")
-    assert [s["params"]["axis"] for s in splits] == [3, 3, 1]  # NHWC channels, NHWC channels, features
-    assert [c["params"]["axis"] for c in concats] == [3, 1]
-    assert (pads[0]["params"]["before1"], pads[0]["params"]["before2"]) == (2, 1)  # H and W of NHWC
+    # (in whichever order the planner runs the image's and the features' ops)
+    assert sorted(s["params"]["axis"] for s in splits) == [1, 3, 3]  # features, NHWC channels twice
+    assert sorted(c["params"]["axis"] for c in concats) == [1, 3]
+    (image_pad,) = [p for p in pads if len(summary["tensors"][p["inputs"][0]]["shape"]) == 4]
+    assert (image_pad["params"]["before1"], image_pad["params"]["before2"]) == (2, 1)  # H and W of NHWC
     assert ops.count("SLICE") == 5, ops
 
 
@@ -414,5 +427,7 @@ def check_case(name, quantize):
         assert len(summary["inputs"]) == 5 and len(summary["outputs"]) == 4
         assert "TRANSPOSE" not in ops and "MAX_POOL2D" not in ops
     if name == "nhwc_mul_broadcast":
-        assert ops.count("TRANSPOSE") == 1, ops  # the NCHW output back (the input: QUANTIZE's channels_last)
+        # in and out through QUANTIZE's and DEQUANTIZE's channels_last: no TRANSPOSE
+        assert "TRANSPOSE" not in ops, ops
+        assert len(_nchw_dequantizes(_native.Program(blobs[0]).summary())) == 1
     return fractions

@@ -98,8 +98,8 @@ class OplibLower(ToEdgeTransformAndLower):
         self.shared = shared
 
     def run(self, artifact, inputs=None, generate_etrecord: bool = False) -> None:
-        # lazy: the oplib package and the partitioner load executorch's lowering; the flow module is imported
-        # by the plugin at pytest start
+        # The flow module is imported by the plugin at pytest start; these load executorch's lowering.
+        # lazy: only a case that runs in this flow needs them
         from ..oplib import to_espnn_oplib
         from ..partition import to_espnn_edge
 
@@ -107,6 +107,7 @@ class OplibLower(ToEdgeTransformAndLower):
         if generate_etrecord:
             # The suite counts the ops lowered as (ops of the edge program before lowering) - (ops after), read
             # from the ETRecord that to_edge_transform_and_lower keeps: the same record of the unlowered program.
+            # lazy: the devtools only when the suite asks for statistics
             from executorch.devtools.etrecord import ETRecord
             from executorch.exir import to_edge
 
@@ -120,6 +121,7 @@ class OplibLower(ToEdgeTransformAndLower):
 
 def _compute_ops_shared(pte: bytes) -> bool:
     """Whether an oplib .pte calls only espnn:: ops and layout copies."""
+    # lazy: the CLI's modules only when a case compares the two modes
     from ..cli.compile_steps import portable_compute_ops
     from ..partition.report import pte_report
 
@@ -127,6 +129,7 @@ def _compute_ops_shared(pte: bytes) -> bool:
 
 
 def _delegates(pte: bytes) -> int:
+    # lazy: the report module only when a case compares the two modes
     from ..partition.report import pte_program
 
     return sum(len(plan.delegates) for plan in pte_program(pte).execution_plan)
