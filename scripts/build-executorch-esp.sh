@@ -44,6 +44,11 @@ target="" src="" pte="" suite="" ops="" out="" jobs=$(nproc 2>/dev/null || echo 
 # chip.
 max_kernels=128
 
+# ExecuTorch's code generators (torchgen) run in this Python: the one with
+# torch and executorch installed, not the first on PATH (ESP-IDF's export
+# puts its own Python environment first).
+python=${PYTHON:-python}
+
 die() { echo "build-executorch-esp: $*" >&2; exit 1; }
 usage() {
   sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
@@ -96,7 +101,7 @@ select=()
 if [ -n "$suite" ]; then
   # The .pte inside an XTSP suite, written out for ExecuTorch's op-list reader.
   pte="$out/selected_model.pte"
-  python -m executorch_espnn.pte_suite extract "$suite" -o "$pte"
+  "$python" -m executorch_espnn.pte_suite extract "$suite" -o "$pte"
 fi
 if [ -n "$pte" ]; then
   select=(-DEXECUTORCH_SELECT_OPS_MODEL="$(cd "$(dirname "$pte")" && pwd)/$(basename "$pte")")
@@ -117,6 +122,7 @@ toolchain_arg=()
     -DEXECUTORCH_BUILD_KERNELS_QUANTIZED=ON \
     -DEXECUTORCH_BUILD_PTHREADPOOL=OFF -DEXECUTORCH_BUILD_CPUINFO=OFF \
     -DMAX_KERNEL_NUM="$max_kernels" \
+    -DPYTHON_EXECUTABLE="$python" \
     -DEXECUTORCH_OPTIMIZE_SIZE=ON \
     "${select[@]}")
 cmake --build "$out" -j"$jobs"

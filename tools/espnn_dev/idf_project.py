@@ -192,7 +192,8 @@ def executorch_build(target: str, ops: list[str] | None = None) -> tuple[Path | 
     if not (out / "lib/cmake/ExecuTorch").is_dir():
         cmd = ["bash", str(REPO / "scripts/build-executorch-esp.sh"), "--target", target, "--executorch-src", src,
                "--ops", ",".join(ops), "--out", str(out), "--force"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        # The build's code generators need this Python's torch, whatever PATH says.
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
         assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return out, ""
 
