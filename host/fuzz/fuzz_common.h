@@ -73,13 +73,15 @@ inline void CheckAcceptedModel(const espnn::Model& m, size_t size) {
       FUZZ_CHECK((uint64_t)t.nbytes == n * DTypeSize(t.dtype));
     }
     if (t.flags & xts3::kTensorFlagExternal) {
-      // Caller-provided FLOAT32 graph input: no arena bytes (offset 0).
+      // Caller-provided FLOAT32 graph input or (format version 5) graph
+      // output, never both: no arena bytes (offset 0).
       FUZZ_CHECK(t.dtype == xts3::DType::FLOAT32 && t.memory == xts3::Memory::ARENA);
       FUZZ_CHECK(t.offset == 0 && (t.flags & xts3::kTensorFlagBanded) == 0);
-      bool is_input = false;
+      bool is_input = false, is_output = false;
       for (uint32_t k = 0; k < m.num_inputs(); ++k) is_input = is_input || m.input(k) == i;
-      FUZZ_CHECK(is_input);
-      for (uint32_t k = 0; k < m.num_outputs(); ++k) FUZZ_CHECK(m.output(k) != i);
+      for (uint32_t k = 0; k < m.num_outputs(); ++k) is_output = is_output || m.output(k) == i;
+      FUZZ_CHECK(is_input != is_output);
+      FUZZ_CHECK(!is_output || m.version() >= xts3::kExternalOutputMinVersion);
     } else if (t.memory == xts3::Memory::ARENA) {
       FUZZ_CHECK(t.offset % xts3::kArenaAlignment == 0);
       FUZZ_CHECK((uint64_t)t.offset + t.nbytes <= m.arena_size());
@@ -98,7 +100,12 @@ inline void CheckAcceptedModel(const espnn::Model& m, size_t size) {
     for (uint32_t k = 0; k < op.num_outputs; ++k) {
       FUZZ_CHECK(op.outputs[k] < m.num_tensors());
       FUZZ_CHECK(m.tensor(op.outputs[k]).memory == xts3::Memory::ARENA);
-      FUZZ_CHECK((m.tensor(op.outputs[k]).flags & xts3::kTensorFlagExternal) == 0);
+      // An op writes an EXTERNAL tensor only when it is a graph output (version 5).
+      if (m.tensor(op.outputs[k]).flags & xts3::kTensorFlagExternal) {
+        bool is_output = false;
+        for (uint32_t g = 0; g < m.num_outputs(); ++g) is_output = is_output || m.output(g) == op.outputs[k];
+        FUZZ_CHECK(is_output);
+      }
     }
     FUZZ_CHECK(op.params + 4u * op.params_count <= blob_end && op.params >= m.data());
     FUZZ_CHECK(strcmp(OpcodeName(op.opcode), "UNKNOWN") != 0);
