@@ -44,7 +44,8 @@ struct Call {
   std::vector<SingleOpTensor> ins, outs;
   SingleOpCall call;
   Call(uint16_t opcode, const std::vector<std::optional<py::array>>& inputs, uint32_t activations,
-       const std::vector<py::array>& outputs, const std::vector<int32_t>& params)
+       const std::vector<py::array>& outputs, const std::vector<int32_t>& params,
+       std::pair<int32_t, int32_t> zero_points)
       : ins(inputs.size()), outs(outputs.size()) {
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i]) ins[i] = Describe(*inputs[i], i >= activations, "input " + std::to_string(i));
@@ -52,6 +53,10 @@ struct Call {
       if (!outputs[i].writeable()) throw py::value_error("output " + std::to_string(i) + " is read-only");
       outs[i] = Describe(outputs[i], false, "output " + std::to_string(i));
     }
+    // The records' zero points of input 0 and output 0 (the ops of
+    // espnn/oplib_ops.h with zero_points = 1 take them as arguments).
+    if (!ins.empty()) ins[0].zero_point = zero_points.first;
+    if (!outs.empty()) outs[0].zero_point = zero_points.second;
     call = SingleOpCall{(xts3::Opcode)opcode, ins.data(), (uint32_t)ins.size(), outs.data(),
                         (uint32_t)outs.size(), params.data(), (uint32_t)params.size()};
   }
@@ -61,16 +66,17 @@ struct Call {
 
 void bind_single_op(py::module_& m) {
   py::dict ops;
-#define ESPNN_X(name, opcode, activations) \
-  ops[#name] = py::make_tuple(#opcode, activations, OpcodeHasScratch(xts3::Opcode::opcode));
+#define ESPNN_X(name, opcode, activations, zero_points) \
+  ops[#name] = py::make_tuple(#opcode, activations, OpcodeHasScratch(xts3::Opcode::opcode), (bool)zero_points);
   ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
   m.attr("OPLIB_OPS") = ops;
   m.def(
       "run_op",
       [](uint16_t opcode, const std::vector<std::optional<py::array>>& inputs, uint32_t activations,
-         const std::vector<py::array>& outputs, const std::vector<int32_t>& params) {
-        Call call(opcode, inputs, activations, outputs, params);
+         const std::vector<py::array>& outputs, const std::vector<int32_t>& params,
+         std::pair<int32_t, int32_t> zero_points) {
+        Call call(opcode, inputs, activations, outputs, params, zero_points);
         // Like ExecuTorch's memory plan for the kernels: the scratch the
         // call needs, 16-byte aligned, from the caller (RunSingleOp has none).
         uint32_t bytes = 0;
@@ -84,21 +90,25 @@ void bind_single_op(py::module_& m) {
         if (!s.ok()) throw py::value_error(s.message());
       },
       py::arg("opcode"), py::arg("inputs"), py::arg("activations"), py::arg("outputs"), py::arg("params"),
+      py::arg("zero_points") = std::pair<int32_t, int32_t>(0, 0),
       "Runs one XTS3 op (its opcode number, OPCODES[name]['opcode']; RunSingleOp, espnn/single_op.h) on numpy "
       "arrays: inputs in the op's order (None for an absent optional one), the first `activations` of them "
       "activations and the rest constants; writes the preallocated `outputs`; params are the opcode's "
-      "parameter words. Raises ValueError with the parser's or the kernel's message.");
+      "parameter words; zero_points are the zero points of input 0 and output 0 in the op's tensor records (GRU, LSTM "
+      "read them there). Raises ValueError with the parser's or the kernel's message.");
   m.def(
       "op_scratch_bytes",
       [](uint16_t opcode, const std::vector<std::optional<py::array>>& inputs, uint32_t activations,
-         const std::vector<py::array>& outputs, const std::vector<int32_t>& params) {
-        Call call(opcode, inputs, activations, outputs, params);
+         const std::vector<py::array>& outputs, const std::vector<int32_t>& params,
+         std::pair<int32_t, int32_t> zero_points) {
+        Call call(opcode, inputs, activations, outputs, params, zero_points);
         uint32_t bytes = 0;
         const Status s = SingleOpScratchBytes(call.call, &bytes);
         if (!s.ok()) throw py::value_error(s.message());
         return bytes;
       },
       py::arg("opcode"), py::arg("inputs"), py::arg("activations"), py::arg("outputs"), py::arg("params"),
+      py::arg("zero_points") = std::pair<int32_t, int32_t>(0, 0),
       "The scratch bytes run_op's op needs with these arguments (SingleOpScratchBytes: this build's ESP-NN "
       "scratch-size functions and the op's own staging); activation contents are not read.");
 }

@@ -54,6 +54,17 @@ class Mul(torch.nn.Module):
         return a * b
 
 
+class Sequence(torch.nn.Module):
+    """nn.GRU / nn.LSTM as users write them: the output sequence, the state unused."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        return self.module(x)[0]
+
+
 # (model, input shapes, espnn ops the oplib program must contain)
 CASES = {
     "transpose_conv2d": (Unary(torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1)), [(1, 4, 5, 5)],
@@ -70,10 +81,17 @@ CASES = {
     "hardswish": (Unary(torch.nn.Hardswish()), [(1, 4, 5, 5)], {"quantized_hardswish"}),
     "sigmoid": (Unary(torch.nn.Sigmoid()), [(1, 4, 5, 5)], {"quantized_lut"}),
     "tanh": (Unary(torch.nn.Tanh()), [(1, 4, 5, 5)], {"quantized_lut"}),
+    # two layers: the int8 sequence between them is a tensor ExecuTorch plans
+    "gru": (Sequence(torch.nn.GRU(8, 12, num_layers=2, batch_first=True)), [(2, 5, 8)], {"quantized_gru"}),
+    "gru_unbatched": (Sequence(torch.nn.GRU(8, 12)), [(5, 8)], {"quantized_gru"}),
+    "lstm": (Sequence(torch.nn.LSTM(8, 12)), [(5, 2, 8)], {"quantized_lstm"}),
 }
 
 
-NOT_COMPUTE = {"aten::permute_copy", "aten::view_copy", "dim_order_ops::_empty_dim_order"}
+# Layout moves and planned scratch (nn.GRU's unbatched input is unsqueezed
+# and its output squeezed by PyTorch's own module, around the op).
+NOT_COMPUTE = {"aten::permute_copy", "aten::view_copy", "aten::squeeze_copy", "aten::unsqueeze_copy",
+               "dim_order_ops::_empty_dim_order"}
 
 
 def _inputs(shapes):

@@ -165,7 +165,7 @@ def _pte_models() -> dict[str, tuple[str, float]]:
 
 
 PTE_MODELS = _pte_models()
-OPLIB_PTE_MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "small_vit", "cumsum_island")
+OPLIB_PTE_MODELS = ("ds_cnn", "mobilenet_v2", "mobilenet_v3_small", "small_vit", "gru_kws", "cumsum_island")
 
 
 def _pte(name: str, spec: str, atol: float, mode: str = "delegate"):

@@ -33,7 +33,7 @@ PYBIND11_MODULE(_et_backend, m) {
   // The operator-library kernels this library registered (empty if ExecuTorch refused them).
   std::vector<std::string> kernels;
   if (espnn::et::OplibKernelsRegistered()) {
-#define ESPNN_X(name, opcode, activations) kernels.push_back("espnn::" #name ".out");
+#define ESPNN_X(name, opcode, activations, zero_points) kernels.push_back("espnn::" #name ".out");
     ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
   }

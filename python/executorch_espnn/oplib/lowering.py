@@ -35,6 +35,7 @@ from ..lowering.graph import ConstantSource, Subgraph, Unsupported, op_name
 from ..lowering.lower import LoweringError, build
 from ..lowering.quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_dq, is_q, output_spec
 from ..lowering.ops.lut import FUNCTIONS as LUT_FUNCTIONS
+from ..recurrent_ops import decompose_recurrent
 from .operators import define_ops, op_overload, output_shape
 
 # The aten ops whose quantized pattern this version replaces (docs/oplib.md);
@@ -43,8 +44,13 @@ COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "ate
                          "aten.linear.default", "aten.add.Tensor", "aten.mul.Tensor",
                          "aten.max_pool2d.default", "aten.avg_pool2d.default",
                          "aten.matmul.default", "aten.bmm.default", "aten.softmax.int", "aten._softmax.default",
-                         "aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten.hardswish.default"}
+                         "aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten.hardswish.default",
+                         "espnn.gru.default", "espnn.lstm.default"}
                         | set(LUT_FUNCTIONS))
+
+# EspNNQuantizer's nn.GRU / nn.LSTM (recurrent_ops.py): their weights are float
+# constants the lowering quantizes per gate row, not dequantize nodes.
+_FLOAT_WEIGHT_OPS = frozenset({"espnn.gru.default", "espnn.lstm.default"})
 
 # Opcodes whose output shape the arguments do not fully determine:
 # MEAN_HW writes [N, 1, 1, C] or its view [N, C] (the op's shape rule gives the
@@ -52,6 +58,8 @@ COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "ate
 # output_padding, which is no parameter: the op's shape rule is the size
 # without it, and a pattern that needs another stays on portable kernels.
 _OUTPUT_VIEWS = frozenset({"MEAN_HW"})
+# (GRU / LSTM write [B, T, H] for an unbatched [T, H] too: the pattern's
+# output is reshaped to PyTorch's shape where it leaves, in `replace`.)
 _OUTPUT_NOT_IMPLIED = frozenset({"TRANSPOSE_CONV2D"})
 
 
@@ -115,6 +123,8 @@ class _Rewriter:
             if op_name(node) not in COMPUTE_OPS:
                 return None
             ins = node.all_input_nodes
+            if op_name(node) in _FLOAT_WEIGHT_OPS:
+                ins = [a for a in ins if not self.constants.is_constant(a)]
             if not all(op_name(a) in (DQ_PER_TENSOR, DQ_PER_CHANNEL) for a in ins):
                 return None  # an input that is not dequantized: not a quantized pattern
             try:  # every node counts as a member: the pattern is what output_spec follows
@@ -157,8 +167,10 @@ class _Rewriter:
                     spec = self.ops[name]
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
                               for n, w in zip(spec.params, _words(op, spec))]
+                    zero_points = (writer._tensors[op.inputs[0]].zero_point,
+                                   writer._tensors[op.outputs[0]].zero_point) if spec.zero_points else ()
                     scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
-                    node = self._call(op_overload(name), tuple(args) + tuple(params) + scratch)
+                    node = self._call(op_overload(name), tuple(args) + tuple(params) + zero_points + scratch)
                     want = writer._tensors[op.outputs[0]].shape
                     got = tuple(node.meta["val"].shape)
                     if got != want and op.name in _OUTPUT_VIEWS and np.prod(got) == np.prod(want):
@@ -168,6 +180,11 @@ class _Rewriter:
                                          f"the op's arguments, {want} from the lowering of {anchor.name}")
                     self.used.add(name)
                 values[op.outputs[0]] = node
+        with self.graph.inserting_before(anchor):
+            for out, t in zip(sub.outputs, writer._outputs):
+                want = tuple(out.meta["val"].shape)
+                if tuple(values[t].meta["val"].shape) != want:  # a GRU / LSTM's [1, T, H] for PyTorch's [T, H]
+                    values[t] = self._call(torch.ops.aten.reshape.default, (values[t], list(want)))
         for out, t in zip(sub.outputs, writer._outputs):
             out.replace_all_uses_with(values[t])
         for n in reversed(members):
@@ -228,8 +245,11 @@ class _Rewriter:
                 return np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape)
             return np.zeros(rec.shape, dtype)  # contents are not read
 
+        zero_points = ((writer._tensors[op.inputs[0]].zero_point, writer._tensors[op.outputs[0]].zero_point)
+                       if spec.zero_points else (0, 0))
         nbytes = _native.op_scratch_bytes(_native.OPCODES[op.name]["opcode"], [array(t) for t in op.inputs],
-                                          spec.activations, [array(t) for t in op.outputs], op.params)
+                                          spec.activations, [array(t) for t in op.outputs], op.params,
+                                          zero_points=zero_points)
         if nbytes == 0:
             return None
         return self._call(torch.ops.aten.empty.memory_format, ([nbytes],), {"dtype": torch.uint8})
@@ -292,5 +312,8 @@ def to_espnn_oplib(exported_program: ExportedProgram, *, compile_config=None):
     rewriter = _Rewriter(ep)
     rewriter.run()
     check_kernels(rewriter.used)
+    # An nn.GRU / nn.LSTM the lowering could not take is PyTorch's op again,
+    # which the Edge dialect decomposes into portable ops (as to_espnn_edge does).
+    ep = decompose_recurrent(ep)
     config = compile_config or EdgeCompileConfig(_check_ir_validity=False)
     return to_edge(ep, compile_config=config)

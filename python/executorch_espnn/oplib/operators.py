@@ -11,9 +11,11 @@ without ``out``, returning a new tensor), with
   so the reference is exact by construction and there is no Python model of
   the device arithmetic.
 
-The schema of an op is its XTS3 opcode's (``_native.OPLIB_OPS``: opcode and
-how many leading inputs are activations): the opcode's inputs, then its
-parameter words by name.
+The schema of an op is its XTS3 opcode's (``_native.OPLIB_OPS``: opcode, how
+many leading inputs are activations, whether it takes a scratch buffer and
+whether it takes zero points): the opcode's inputs, then its parameter words
+by name, then (GRU, LSTM: ops that read them from their tensor records) the
+zero points of input 0 and of the output.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from .. import _native
 YAML_PATH = Path(__file__).with_name("operators.yaml")
 NAMESPACE = "espnn"
 
+# The trailing scalars of an op that takes zero points (espnn/oplib_ops.h).
+ZERO_POINT_ARGS = [("int", "input_zero_point"), ("int", "output_zero_point")]
+
 _FUNC_RE = re.compile(r"^espnn::(\w+)\.out\((.*), \*, Tensor\(a!\) out\) -> Tensor\(a!\)$")
 
 
@@ -45,7 +50,8 @@ class OplibOp:
     optional: tuple[bool, ...]
     params: tuple[str, ...]   # parameter words, xts3_format.h order
     scratch: bool             # a trailing `Tensor? scratch` argument (the opcode's kernel sizes scratch)
-    out_schema: str           # the YAML's func, without the namespace
+    out_schema: str
+    zero_points: bool = False  # `int input_zero_point, int output_zero_point` after the parameter words           # the YAML's func, without the namespace
 
     @property
     def functional_schema(self) -> str:
@@ -77,7 +83,7 @@ def oplib_ops() -> dict[str, OplibOp]:
         name, args = _parse(e["func"])
         if name not in _native.OPLIB_OPS:
             raise ValueError(f"operators.yaml: espnn::{name} is not in the runtime's oplib table (espnn/oplib_ops.h)")
-        opcode, activations, has_scratch = _native.OPLIB_OPS[name]
+        opcode, activations, has_scratch, has_zero_points = _native.OPLIB_OPS[name]
         scratch = args[-1] == ("Tensor?", "scratch")
         if scratch != has_scratch:
             raise ValueError(f"operators.yaml: espnn::{name}: a trailing `Tensor? scratch` argument is "
@@ -87,13 +93,18 @@ def oplib_ops() -> dict[str, OplibOp]:
             args = args[:-1]
         tensors = [(t, n) for t, n in args if t.startswith("Tensor")]
         scalars = [(t, n) for t, n in args if not t.startswith("Tensor")]
+        if has_zero_points:
+            if scalars[-2:] != ZERO_POINT_ARGS:
+                raise ValueError(f"operators.yaml: espnn::{name} must end its scalars with "
+                                 f"`int input_zero_point, int output_zero_point` (espnn/oplib_ops.h)")
+            scalars = scalars[:-2]
         params = tuple(n for _, n in scalars)
         if params != tuple(_native.OPCODES[opcode]["params"]):
             raise ValueError(f"operators.yaml: espnn::{name} parameters {params} are not {opcode}'s "
                              f"{tuple(_native.OPCODES[opcode]['params'])}")
         ops[name] = OplibOp(name, opcode, activations, tuple(n for _, n in tensors),
                             tuple(t == "Tensor?" for t, _ in tensors), params, scratch,
-                            e["func"].split("::", 1)[1])
+                            e["func"].split("::", 1)[1], has_zero_points)
     return ops
 
 
@@ -141,6 +152,8 @@ def _output(op: OplibOp, tensors, p) -> tuple[tuple[int, ...], torch.dtype]:
     if op.opcode == "QUANTIZE":  # channels_last: [N, C, spatial...] written as [N, spatial..., C]
         shape = tuple(x.shape)
         return (shape[:1] + shape[2:] + shape[1:2] if p["channels_last"] else shape), torch.int8
+    if op.opcode in ("GRU", "LSTM"):  # [B, T, I] / [T, B, I] -> [.., .., hidden]; w_hh is [G * hidden, hidden]
+        return tuple(x.shape[:-1]) + (tensors[2].shape[1],), torch.int8
     if op.opcode == "DEQUANTIZE":  # channels_last: [N, spatial..., C] written as [N, C, spatial...]
         shape = tuple(x.shape)
         return (shape[:1] + shape[-1:] + shape[1:-1] if p["channels_last"] else shape), torch.float32
@@ -163,6 +176,15 @@ def _split(op: OplibOp, args):
     return tensors, params
 
 
+def _zero_points(op: OplibOp, args) -> tuple[int, int]:
+    """The zero points of input 0 and of the output the op's records carry
+    (0, 0 for an op that takes none: its parameter words say all)."""
+    if not op.zero_points:
+        return (0, 0)
+    start = len(op.inputs) + len(op.params)
+    return int(args[start]), int(args[start + 1])
+
+
 def _fake(op: OplibOp):
     def fake(*args):
         tensors, p = _split(op, args)
@@ -177,7 +199,7 @@ def run_reference(op: OplibOp, args, out: torch.Tensor) -> torch.Tensor:
     arrays = [None if t is None else np.ascontiguousarray(t.detach().cpu().numpy()) for t in tensors]
     result = np.empty(tuple(out.shape), dtype=out.detach().numpy().dtype)
     _native.run_op(_native.OPCODES[op.opcode]["opcode"], arrays, op.activations, [result],
-                   op.words(p[n] for n in op.params))
+                   op.words(p[n] for n in op.params), zero_points=_zero_points(op, args))
     out.copy_(torch.from_numpy(result))
     return out
 

@@ -30,7 +30,7 @@ namespace etr = executorch::runtime;
 
 // The most parameter words of any oplib op (the kernels' stack buffer).
 constexpr uint32_t kOplibParams[] = {
-#define ESPNN_X(name, opcode, activations) xts3::kNumParams_##opcode,
+#define ESPNN_X(name, opcode, activations, zero_points) xts3::kNumParams_##opcode,
     ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
 };
@@ -51,15 +51,17 @@ bool Describe(const Tensor& t, bool constant, SingleOpTensor* out) {
   return true;
 }
 
-void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::KernelRuntimeContext& ctx,
-         etr::Span<etr::EValue*> stack) {
+void Run(const char* name, xts3::Opcode opcode, uint32_t activations, bool zero_points,
+         etr::KernelRuntimeContext& ctx, etr::Span<etr::EValue*> stack) {
   // The oplib ops have a fixed input count (espnn/oplib_ops.h).
   const uint32_t num_inputs = OpcodeMaxInputs(opcode), num_params = OpcodeNumParams(opcode);
+  const uint32_t num_zps = zero_points ? 2 : 0;  // input 0's and the output's zero point
   const uint32_t num_scratch = OpcodeHasScratch(opcode) ? 1 : 0;
+  const uint32_t num_args = num_inputs + num_params + num_zps + num_scratch;
   // Arguments, then `out` (and the returned alias of `out`, if passed).
-  if (stack.size() < num_inputs + num_params + num_scratch + 1) {
+  if (stack.size() < num_args + 1) {
     ET_LOG(Error, "espnn::%s.out: %u arguments, expected %u", name, (unsigned)stack.size(),
-           (unsigned)(num_inputs + num_params + num_scratch + 1));
+           (unsigned)(num_args + 1));
     ctx.fail(etr::Error::InvalidArgument);
     return;
   }
@@ -88,25 +90,41 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::Kerne
       return;
     }
   }
+  // The zero points the op reads from its tensor records (GRU, LSTM).
+  int32_t zps[2] = {0, 0};
+  for (uint32_t z = 0; z < num_zps; ++z) {
+    const etr::EValue& v = *stack[num_inputs + num_params + z];
+    if (!v.isInt()) {
+      ET_LOG(Error, "espnn::%s.out: the %s zero point must be an int", name, z == 0 ? "input" : "output");
+      ctx.fail(etr::Error::InvalidArgument);
+      return;
+    }
+    zps[z] = (int32_t)v.toInt();
+  }
   // The planned scratch (None: the op needs none for this call).
   void* scratch = nullptr;
   uint32_t scratch_bytes = 0;
-  if (num_scratch && !stack[num_inputs + num_params]->isNone()) {
-    if (!stack[num_inputs + num_params]->isTensor()) {
+  const etr::EValue& scratch_arg = *stack[num_inputs + num_params + num_zps];
+  if (num_scratch && !scratch_arg.isNone()) {
+    if (!scratch_arg.isTensor()) {
       ET_LOG(Error, "espnn::%s.out: scratch must be a tensor or None", name);
       ctx.fail(etr::Error::InvalidArgument);
       return;
     }
-    const Tensor& t = stack[num_inputs + num_params]->toTensor();
+    const Tensor& t = scratch_arg.toTensor();
     scratch = t.mutable_data_ptr();
     scratch_bytes = (uint32_t)t.nbytes();
   }
   SingleOpTensor output;
-  const etr::EValue& out = *stack[num_inputs + num_params + num_scratch];
+  const etr::EValue& out = *stack[num_args];
   if (!out.isTensor() || !Describe(out.toTensor(), false, &output)) {
     ET_LOG(Error, "espnn::%s.out: out must be a contiguous tensor", name);
     ctx.fail(etr::Error::InvalidArgument);
     return;
+  }
+  if (num_zps) {
+    inputs[0].zero_point = zps[0];
+    output.zero_point = zps[1];
   }
   SingleOpCall call{opcode, inputs, num_inputs, &output, 1, params, num_params, scratch, scratch_bytes};
   // The lowering host sized the planned scratch with its own ESP-NN build;
@@ -129,15 +147,15 @@ void Run(const char* name, xts3::Opcode opcode, uint32_t activations, etr::Kerne
   }
 }
 
-#define ESPNN_X(name, opcode, activations)                                        \
+#define ESPNN_X(name, opcode, activations, zero_points)                            \
   void Kernel_##name(etr::KernelRuntimeContext& ctx, etr::Span<etr::EValue*> stack) { \
-    Run(#name, xts3::Opcode::opcode, activations, ctx, stack);                    \
+    Run(#name, xts3::Opcode::opcode, activations, zero_points != 0, ctx, stack);  \
   }
 ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
 
 const etr::Kernel kKernels[] = {
-#define ESPNN_X(name, opcode, activations) etr::Kernel("espnn::" #name ".out", Kernel_##name),
+#define ESPNN_X(name, opcode, activations, zero_points) etr::Kernel("espnn::" #name ".out", Kernel_##name),
     ESPNN_OPLIB_OPS(ESPNN_X)
 #undef ESPNN_X
 };
