@@ -164,3 +164,28 @@ def test_transposed_conv_with_output_padding_stays_on_portable_kernels():
     assert "espnn::quantized_transpose_conv2d" not in used and "aten::convolution" in used, used
     (got,) = run_pte(pte, example)
     assert got.shape == (1, 6, 10, 10)
+
+
+class MeanAll(torch.nn.Module):
+    def forward(self, x):
+        return torch.mean(x, dim=(0, 1, 2, 3))
+
+
+def test_a_pattern_with_a_0_dim_value_stays_on_portable_kernels_and_runs():
+    """ExecuTorch's operator suite (test_mean_multi_dim): a mean over every
+    dim is a 0-dim tensor, which no XTS3 tensor and no espnn:: kernel
+    argument can be. It was lowered to quantized_mean_hw and the program
+    failed at run time (error 0x12); it stays on portable kernels, as the
+    delegate's partitioner leaves it, and gives PyTorch's result."""
+    torch.manual_seed(0)
+    example = _inputs([(2, 3, 4, 5)])
+    ep = torch.export.export(pipeline.quantize(MeanAll().eval(), example, [_inputs([(2, 3, 4, 5)])]), example)
+    pte = to_espnn_oplib(ep).to_executorch().buffer
+    used = _operators(pte)
+    assert "espnn::quantized_mean_hw" not in used and "aten::mean" in used, used
+    for _ in range(2):
+        x = _inputs([(2, 3, 4, 5)])
+        (got,) = run_pte(pte, x)
+        want = ep.module()(*x)
+        assert got.shape == want.shape == ()
+        assert torch.allclose(got, want, atol=1e-6)

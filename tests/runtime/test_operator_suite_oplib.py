@@ -15,8 +15,17 @@ from suite_harness import run_suite_cases  # noqa: E402
 # The ops both modes run as espnn:: ops / delegate records (docs/oplib.md).
 SHARED_CASES = [
     ("test_conv2d", "test_conv2d_basic"),
+    ("test_convtranspose2d", "test_convtranspose2d_basic"),
     ("test_linear", "test_linear_unbatched"),
     ("test_add", "test_add_f32_bcast_first"),
+    ("test_mul", "test_multiply_f32_bcast_first"),
+    ("test_hardswish", "test_hardswish_f32_multi_dim"),
+    ("test_sigmoid", "test_sigmoid_f32_multi_dim"),  # the LUT op, as tanh, silu and gelu
+    ("test_tanh", "test_tanh_f32_multi_dim"),
+    ("test_silu", "test_silu_f32_multi_dim"),
+    ("test_gelu", "test_gelu_f32_multi_dim"),
+    # nn.LSTM whose final state is used: decomposed, its matmuls and adds as espnn:: ops
+    ("test_lstm", "test_lstm_feature_sizes"),
 ]
 
 

@@ -115,8 +115,19 @@ class _Rewriter:
 
     # -- what to replace -------------------------------------------------------
     def members(self, node: Node, compute: bool) -> list[Node] | None:
-        """The nodes of `node`'s pattern: a compute op's (compute=True), else a
-        standalone quantize or dequantize that remained."""
+        """The nodes of `node`'s pattern, or None: nothing to replace, or a
+        pattern with a 0-dim value (XTS3 tensors and the kernels' arguments
+        have rank >= 1: such a pattern stays on portable kernels, as the
+        delegate's partitioner leaves it)."""
+        members = self._members(node, compute)
+        if members is None or any(isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].dim() == 0
+                                  for n in members):
+            return None
+        return members
+
+    def _members(self, node: Node, compute: bool) -> list[Node] | None:
+        """A compute op's pattern (compute=True), else a standalone quantize or
+        dequantize that remained."""
         if compute:
             if is_q(node) and is_dq(node.args[0]) and not self.constants.is_constant(node.args[0].args[0]):
                 return [node.args[0], node]  # int8 -> int8 with new parameters: the delegate's REQUANTIZE
@@ -315,5 +326,10 @@ def to_espnn_oplib(exported_program: ExportedProgram, *, compile_config=None):
     # An nn.GRU / nn.LSTM the lowering could not take is PyTorch's op again,
     # which the Edge dialect decomposes into portable ops (as to_espnn_edge does).
     ep = decompose_recurrent(ep)
+    # A quantize / dequantize left on portable kernels (one of a 0-dim value)
+    # needs the out variants of ExecuTorch's quantized kernel library for
+    # to_executorch; lazy: imported for that side effect.
+    import executorch.kernels.quantized  # noqa: F401
+
     config = compile_config or EdgeCompileConfig(_check_ir_validity=False)
     return to_edge(ep, compile_config=config)
