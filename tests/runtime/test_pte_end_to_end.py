@@ -134,6 +134,38 @@ def test_cpu_fallback_programs_match_pytorch(model_cls, shape, n_delegates):
         assert (g - w).abs().max().item() <= tol
 
 
+@pytest.mark.parametrize("model_cls, shape", [
+    (TinyCNN, (1, 3, 32, 32)),
+    (CumsumIsland, (1, 3, 8, 8)),
+    (FloatBranch, (1, 3, 8, 8)),
+    (LinearLstm, (1, 5, 16)),
+])
+def test_operator_library_program_equals_the_delegate_byte_for_byte(model_cls, shape):
+    """The same quantized program lowered both ways (the delegate; espnn::
+    ops, docs/oplib.md), run by ExecuTorch's runtime: the same bytes, with
+    the CPU islands and the float branch on portable kernels in both."""
+    from executorch_espnn.oplib import to_espnn_oplib
+    from executorch_espnn.partition.report import pte_program
+
+    torch.manual_seed(1)
+    example = (torch.randn(*shape),)
+    q = quantize(model_cls(), example, _calibration(shape))
+    ep = torch.export.export(q, example)
+    delegate = lower(q, example).to_executorch().buffer
+    oplib = to_espnn_oplib(ep).to_executorch().buffer
+    program = pte_program(oplib)
+    assert all(not plan.delegates for plan in program.execution_plan)
+    assert any(op.name.startswith("espnn::quantized_") for plan in program.execution_plan for op in plan.operators)
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(2):
+        x = torch.randn(*shape, generator=gen)
+        want, got = run_pte(delegate, [x]), run_pte(oplib, [x])
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            assert g.numpy().tobytes() == w.numpy().tobytes()
+
+
 # -- several methods ---------------------------------------------------------------
 def test_multi_method_program_runs_every_method():
     from executorch_espnn import to_espnn_edge
