@@ -31,6 +31,7 @@ import numpy as np
 from . import ET_BACKEND_ERROR, _et_backend, _native
 from .output_diff import check_tolerance, element_diff
 from .pte_check import InvalidProgramError, check_pte
+from .quantized_kernels import load_quantized_kernels
 
 __all__ = ["load_program", "run_pte", "InputError", "compare_with", "Comparison", "check_pte", "InvalidProgramError",
            "missing_host_kernels", "run_edge_program"]
@@ -44,6 +45,7 @@ def _runtime():
     # lazy: executorch.runtime; `import executorch_espnn.runtime` must stay light
     from executorch.runtime import Runtime
 
+    load_quantized_kernels()  # q/dq a program leaves on portable kernels
     return Runtime.get()
 
 

@@ -54,6 +54,18 @@ class Mul(torch.nn.Module):
         return a * b
 
 
+class MulByScalarTensor(torch.nn.Module):
+    """x times a 0-dim tensor (a learned scale): the 0-dim constant is folded
+    into the op's constants, the pattern is still lowered."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(0.75))
+
+    def forward(self, x):
+        return x * self.scale
+
+
 class Sequence(torch.nn.Module):
     """nn.GRU / nn.LSTM as users write them: the output sequence, the state unused."""
 
@@ -72,6 +84,7 @@ CASES = {
     "matmul": (Matmul(), [(2, 3, 4), (2, 4, 5)], {"quantized_batch_matmul"}),
     "bmm": (Bmm(), [(2, 3, 4), (2, 4, 5)], {"quantized_batch_matmul"}),
     "mul": (Mul(), [(1, 4, 5, 5), (1, 4, 5, 5)], {"quantized_mul"}),
+    "mul_by_0_dim_tensor": (MulByScalarTensor(), [(1, 4, 5, 5)], {"quantized_mul"}),
     "softmax": (Unary(torch.nn.Softmax(dim=-1)), [(1, 4, 10)], {"quantized_softmax"}),
     "mean": (Mean(), [(1, 4, 5, 5)], {"quantized_mean_hw"}),
     "mean_keepdim": (MeanKeepdim(), [(1, 4, 5, 5)], {"quantized_mean_hw"}),

@@ -369,3 +369,36 @@ def test_float_output_is_written_into_the_method_output_not_copied(cnn):
     (again,) = run_pte(None, [x], program=program)  # the binding holds on every execute
     (want,) = _native.Program(payload).run([x.numpy()])
     assert np.array_equal(got.numpy(), want) and torch.equal(got, again)
+
+
+def test_a_program_with_quantize_ops_on_the_cpu_runs_in_a_fresh_process(tmp_path):
+    """A quantize / dequantize left on portable kernels (here of a 0-dim
+    mean, which neither mode lowers) needs ExecuTorch's quantized kernels:
+    run_pte registers them, so the program loads in a process that never
+    lowered anything (it failed with error 0x14 there)."""
+    import subprocess
+    import sys
+
+    from executorch_espnn.partition.report import pte_program
+
+    class MeanAll(nn.Module):
+        def forward(self, x):
+            return torch.mean(x, dim=(0, 1, 2, 3))
+
+    example = (torch.randn(2, 3, 4, 5),)
+    q = quantize(MeanAll(), example, _calibration((2, 3, 4, 5)))
+    pte = lower(q, example).to_executorch().buffer
+    ops = {op.name for plan in pte_program(pte).execution_plan for op in plan.operators}
+    assert "quantized_decomposed::quantize_per_tensor" in ops, ops
+    path = tmp_path / "mean_all.pte"
+    path.write_bytes(pte)
+    x = torch.randn(2, 3, 4, 5, generator=torch.Generator().manual_seed(5))
+    torch.save(x, tmp_path / "x.pt")
+    code = ("import sys, torch\n"
+            "from executorch_espnn.runtime import run_pte\n"
+            f"(y,) = run_pte({str(path)!r}, [torch.load({str(tmp_path / 'x.pt')!r})])\n"
+            "assert 'executorch.kernels.quantized' in sys.modules\n"
+            "print(repr(float(y)))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert abs(float(r.stdout.strip().splitlines()[-1]) - float(q(x))) <= 1e-6

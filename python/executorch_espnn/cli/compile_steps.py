@@ -243,9 +243,10 @@ def _lowering_failure(e: Exception, schedule: str) -> ProgramError | None:
 
 
 def to_pte(edge) -> bytes:
-    # The out-variants of quantize/dequantize ops left on the CPU live in this library.
-    # lazy: executorch; imported for its side effect when the program is serialized
-    import executorch.kernels.quantized  # noqa: F401
+    # lazy: the cli must load without executorch
+    from ..quantized_kernels import load_quantized_kernels
+
+    load_quantized_kernels()  # q/dq left on the CPU: their out variants
 
     try:
         return bytes(edge.to_executorch().buffer)

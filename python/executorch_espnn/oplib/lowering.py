@@ -35,6 +35,7 @@ from ..lowering.graph import ConstantSource, Subgraph, Unsupported, op_name
 from ..lowering.lower import LoweringError, build
 from ..lowering.quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_dq, is_q, output_spec
 from ..lowering.ops.lut import FUNCTIONS as LUT_FUNCTIONS
+from ..quantized_kernels import load_quantized_kernels
 from ..recurrent_ops import decompose_recurrent
 from .operators import define_ops, op_overload, output_shape
 
@@ -120,10 +121,17 @@ class _Rewriter:
         have rank >= 1: such a pattern stays on portable kernels, as the
         delegate's partitioner leaves it)."""
         members = self._members(node, compute)
-        if members is None or any(isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].dim() == 0
-                                  for n in members):
+        if members is None or any(self._is_0_dim_value(n) for n in members):
             return None
         return members
+
+    def _is_0_dim_value(self, n: Node) -> bool:
+        """A 0-dim value computed at run time (a 0-dim constant, e.g. the
+        scalar of x * 0.5, is folded into the op's parameters or constants)."""
+        val = n.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.dim() != 0:
+            return False
+        return not (is_dq(n) and self.constants.is_constant(n.args[0]))
 
     def _members(self, node: Node, compute: bool) -> list[Node] | None:
         """A compute op's pattern (compute=True), else a standalone quantize or
@@ -326,10 +334,6 @@ def to_espnn_oplib(exported_program: ExportedProgram, *, compile_config=None):
     # An nn.GRU / nn.LSTM the lowering could not take is PyTorch's op again,
     # which the Edge dialect decomposes into portable ops (as to_espnn_edge does).
     ep = decompose_recurrent(ep)
-    # A quantize / dequantize left on portable kernels (one of a 0-dim value)
-    # needs the out variants of ExecuTorch's quantized kernel library for
-    # to_executorch; lazy: imported for that side effect.
-    import executorch.kernels.quantized  # noqa: F401
-
+    load_quantized_kernels()  # q/dq left on portable kernels: their out variants, for to_executorch
     config = compile_config or EdgeCompileConfig(_check_ir_validity=False)
     return to_edge(ep, compile_config=config)

@@ -7,6 +7,7 @@ import logging
 from executorch.exir import to_edge_transform_and_lower
 from torch.export import ExportedProgram
 
+from ..quantized_kernels import load_quantized_kernels
 from ..recurrent_ops import RECURRENT_OPS, decompose_recurrent
 from .partitioner import CPU_REASON_KEY, EspNNPartitioner
 from .shape_chains import requantize_shape_chains_pass
@@ -53,6 +54,7 @@ def to_espnn_edge(programs, *, compile_specs=None, allow_cpu_fallback: bool = Tr
         return to_edge_transform_and_lower(programs, partitioner=partitioner, compile_config=compile_config,
                                            transform_passes=[requantize_shape_chains_pass])
 
+    load_quantized_kernels()  # q/dq left on the CPU: their out variants, for to_executorch
     manager = lower(programs, partitioner)
     left = [(name, n) for name in manager.methods for n in manager.exported_program(name).graph.nodes
             if n.op == "call_function" and getattr(n.target, "_op", n.target) in RECURRENT_OPS
