@@ -9,7 +9,7 @@ import torch
 
 pytest.importorskip("executorch.runtime")
 
-from executorch_espnn import pipeline, to_espnn_edge  # noqa: E402
+from executorch_espnn import output_scales, pipeline, to_espnn_edge  # noqa: E402
 from executorch_espnn.oplib import to_espnn_oplib  # noqa: E402
 from executorch_espnn.partition.report import pte_program  # noqa: E402
 from executorch_espnn.runtime import run_pte  # noqa: E402
@@ -202,3 +202,26 @@ def test_a_pattern_with_a_0_dim_value_stays_on_portable_kernels_and_runs():
         want = ep.module()(*x)
         assert got.shape == want.shape == ()
         assert torch.allclose(got, want, atol=1e-6)
+
+
+def test_a_gru_the_lowering_cannot_take_runs_decomposed_on_portable_kernels():
+    """Weights so small that the biases do not fit int32 in units of the
+    weight x input scale: the GRU's lowering refuses it (as the delegate's
+    does), the op is PyTorch's GRU again, decomposed into portable ops, and
+    the program computes what the quantized model does (it failed with
+    "Missing out variants: espnn::gru")."""
+    gru = torch.nn.GRU(10, 16, batch_first=True)
+    with torch.no_grad():
+        gru.weight_ih_l0.mul_(1e-9)
+    model = Sequence(gru).eval()
+    torch.manual_seed(0)
+    example = _inputs([(1, 6, 10)])
+    q = pipeline.quantize(model, example, [_inputs([(1, 6, 10)]) for _ in range(4)])
+    pte = to_espnn_oplib(torch.export.export(q, example)).to_executorch().buffer
+    used = _operators(pte)
+    assert "espnn::quantized_gru" not in used and "aten::sigmoid" in used, used
+    x = _inputs([(1, 6, 10)])
+    (got,) = run_pte(pte, x)
+    with torch.no_grad():
+        want = q(*x)
+    assert float((got - want).abs().max()) <= output_scales(q)[0] + 1e-6  # one int8 step, at most

@@ -136,8 +136,6 @@ def test_a_gru_the_delegate_cannot_take_still_runs_on_the_cpu(caplog):
     scale: the partitioner refuses the GRU; to_espnn_edge lowers it again as PyTorch's
     decomposition (the espnn::gru op has no CPU kernel), says so, and the program still
     computes what convert_pt2e does."""
-    import executorch.kernels.quantized  # noqa: F401  (out-variants of the q/dq left on the CPU)
-
     def build():
         m = Rnn(nn.GRU, hidden=16)
         with torch.no_grad():
@@ -160,8 +158,6 @@ def test_a_gru_the_delegate_cannot_take_still_runs_on_the_cpu(caplog):
 def test_a_gru_with_a_given_initial_state_stays_pytorchs():
     """h0 from an input is not the zero state the delegate's op assumes: the GRU is left as
     aten.gru (the CPU) and the program is still right."""
-    import executorch.kernels.quantized  # noqa: F401
-
     class WithState(nn.Module):
         def __init__(self):
             super().__init__()

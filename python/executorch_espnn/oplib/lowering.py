@@ -102,6 +102,12 @@ def _words(op, spec) -> list[int]:
     return list(op.params) + [0] * (len(spec.params) - len(op.params))
 
 
+def _zero_points(writer, op) -> tuple[int, int]:
+    """The zero points of the op's input 0 and output in the lowered records
+    (the arguments of an op that reads them there: GRU, LSTM)."""
+    return writer._tensors[op.inputs[0]].zero_point, writer._tensors[op.outputs[0]].zero_point
+
+
 class _Rewriter:
     def __init__(self, ep: ExportedProgram):
         self.ep = ep
@@ -186,8 +192,7 @@ class _Rewriter:
                     spec = self.ops[name]
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
                               for n, w in zip(spec.params, _words(op, spec))]
-                    zero_points = (writer._tensors[op.inputs[0]].zero_point,
-                                   writer._tensors[op.outputs[0]].zero_point) if spec.zero_points else ()
+                    zero_points = _zero_points(writer, op) if spec.zero_points else ()
                     scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
                     node = self._call(op_overload(name), tuple(args) + tuple(params) + zero_points + scratch)
                     want = writer._tensors[op.outputs[0]].shape
@@ -264,8 +269,7 @@ class _Rewriter:
                 return np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape)
             return np.zeros(rec.shape, dtype)  # contents are not read
 
-        zero_points = ((writer._tensors[op.inputs[0]].zero_point, writer._tensors[op.outputs[0]].zero_point)
-                       if spec.zero_points else (0, 0))
+        zero_points = _zero_points(writer, op) if spec.zero_points else (0, 0)
         nbytes = _native.op_scratch_bytes(_native.OPCODES[op.name]["opcode"], [array(t) for t in op.inputs],
                                           spec.activations, [array(t) for t in op.outputs], op.params,
                                           zero_points=zero_points)
