@@ -28,11 +28,10 @@ from peer import device_tools, image_size  # noqa: E402
 
 
 def build_size(idf_project, work: Path, executorch: Path, oplib: bool) -> dict:
-    defaults = [line for line in (REPO / "sdkconfig.defaults.pte").read_text().splitlines()
-                if line.startswith("CONFIG_")]
+    defaults, defines = idf_project.pte_mode(executorch)
     defaults.append(f"CONFIG_ESPNN_EXECUTORCH_OPLIB={'y' if oplib else 'n'}")
     b = idf_project.build(work / ("with-oplib" if oplib else "without-oplib"), "esp32s3", defaults=defaults,
-                          defines={"ESPNN_EXECUTORCH_DIR": str(executorch)})
+                          defines=defines)
     if bool(b.sdkconfig().get("ESPNN_EXECUTORCH_OPLIB")) != oplib:
         raise SystemExit(f"oplib_image_size: the build did not take CONFIG_ESPNN_EXECUTORCH_OPLIB={oplib}")
     (map_file,) = b.build.glob("*.map")

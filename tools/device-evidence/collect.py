@@ -252,11 +252,7 @@ def _executorch_for(ptes: list[Path]) -> Path:
 
 
 def build(spec: BuildSpec, work: Path, executorch: Path | None) -> idf_project.Build:
-    defaults, defines = [], {}
-    if spec.pte:
-        defaults += [line for line in (REPO / "sdkconfig.defaults.pte").read_text().splitlines()
-                     if line.startswith("CONFIG_")]
-        defines["ESPNN_EXECUTORCH_DIR"] = str(executorch)
+    defaults, defines = idf_project.pte_mode(executorch) if spec.pte else ([], {})
     # The build's own settings last: a later line wins (the .pte defaults'
     # 16 KiB temp pool once overrode this build's).
     defaults += spec.defaults

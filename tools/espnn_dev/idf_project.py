@@ -158,6 +158,16 @@ def build(workdir: Path, target: str, defaults: list[str] = (), defines: dict[st
     return Build(target, project, project / "build", log)
 
 
+def pte_mode(executorch: Path) -> tuple[list[str], dict[str, str]]:
+    """The sdkconfig lines (sdkconfig.defaults.pte's) and -D variables of the
+    runner's .pte mode against an ExecuTorch build of
+    scripts/build-executorch-esp.sh: `build`'s defaults and defines. A
+    caller's own lines go after these (a later line wins)."""
+    lines = [line for line in (REPO / "sdkconfig.defaults.pte").read_text().splitlines()
+             if line.startswith("CONFIG_")]
+    return lines, {"ESPNN_EXECUTORCH_DIR": str(executorch)}
+
+
 def warnings_in_our_sources(log: str) -> list[str]:
     """Compiler warnings that point into this repository's sources (ESP-IDF's
     and ESP-NN's own are not ours to fix)."""

@@ -36,7 +36,7 @@ from ..lowering.lower import LoweringError, build
 from ..lowering.quant import DQ_PER_CHANNEL, DQ_PER_TENSOR, is_dq, is_q, output_spec
 from ..lowering.ops.lut import FUNCTIONS as LUT_FUNCTIONS
 from ..quantized_kernels import load_quantized_kernels
-from ..recurrent_ops import decompose_recurrent
+from ..recurrent_ops import RECURRENT_OPS, decompose_recurrent
 from .operators import define_ops, op_overload, output_shape
 
 # The aten ops whose quantized pattern this version replaces (docs/oplib.md);
@@ -45,13 +45,12 @@ COMPUTE_OPS = frozenset({"aten.conv2d.default", "aten.convolution.default", "ate
                          "aten.linear.default", "aten.add.Tensor", "aten.mul.Tensor",
                          "aten.max_pool2d.default", "aten.avg_pool2d.default",
                          "aten.matmul.default", "aten.bmm.default", "aten.softmax.int", "aten._softmax.default",
-                         "aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten.hardswish.default",
-                         "espnn.gru.default", "espnn.lstm.default"}
-                        | set(LUT_FUNCTIONS))
+                         "aten.mean.dim", "aten.adaptive_avg_pool2d.default", "aten.hardswish.default"}
+                        | set(LUT_FUNCTIONS) | {str(op) for op in RECURRENT_OPS})
 
 # EspNNQuantizer's nn.GRU / nn.LSTM (recurrent_ops.py): their weights are float
 # constants the lowering quantizes per gate row, not dequantize nodes.
-_FLOAT_WEIGHT_OPS = frozenset({"espnn.gru.default", "espnn.lstm.default"})
+_FLOAT_WEIGHT_OPS = frozenset(str(op) for op in RECURRENT_OPS)
 
 # Opcodes whose output shape the arguments do not fully determine:
 # MEAN_HW writes [N, 1, 1, C] or its view [N, C] (the op's shape rule gives the
@@ -193,7 +192,7 @@ class _Rewriter:
                     params = [struct.unpack("<f", struct.pack("<i", w))[0] if n.endswith("_f32") else w
                               for n, w in zip(spec.params, _words(op, spec))]
                     zero_points = _zero_points(writer, op) if spec.zero_points else ()
-                    scratch = (self._scratch(writer, op, spec),) if spec.scratch else ()
+                    scratch = (self._scratch(writer, op, spec, zero_points or (0, 0)),) if spec.scratch else ()
                     node = self._call(op_overload(name), tuple(args) + tuple(params) + zero_points + scratch)
                     want = writer._tensors[op.outputs[0]].shape
                     got = tuple(node.meta["val"].shape)
@@ -204,7 +203,6 @@ class _Rewriter:
                                          f"the op's arguments, {want} from the lowering of {anchor.name}")
                     self.used.add(name)
                 values[op.outputs[0]] = node
-        with self.graph.inserting_before(anchor):
             for out, t in zip(sub.outputs, writer._outputs):
                 want = tuple(out.meta["val"].shape)
                 if tuple(values[t].meta["val"].shape) != want:  # a GRU / LSTM's [1, T, H] for PyTorch's [T, H]
@@ -255,11 +253,12 @@ class _Rewriter:
         self._const += 1
         return node
 
-    def _scratch(self, writer, op, spec) -> Node | None:
+    def _scratch(self, writer, op, spec, zero_points: tuple[int, int]) -> Node | None:
         """The op's scratch as a buffer ExecuTorch plans (an ``aten.empty``
         that memory planning places in the method's arena), sized by the
-        runtime's own rule for this call (_native.op_scratch_bytes); None
-        when it needs none."""
+        runtime's own rule for this call (_native.op_scratch_bytes, with the
+        zero points the op takes, (0, 0) for one that takes none); None when
+        it needs none."""
         def array(t):
             if t == _native.NO_TENSOR:
                 return None
@@ -269,7 +268,6 @@ class _Rewriter:
                 return np.frombuffer(rec.data, dtype=dtype).reshape(rec.shape)
             return np.zeros(rec.shape, dtype)  # contents are not read
 
-        zero_points = _zero_points(writer, op) if spec.zero_points else (0, 0)
         nbytes = _native.op_scratch_bytes(_native.OPCODES[op.name]["opcode"], [array(t) for t in op.inputs],
                                           spec.activations, [array(t) for t in op.outputs], op.params,
                                           zero_points=zero_points)

@@ -50,8 +50,8 @@ class OplibOp:
     optional: tuple[bool, ...]
     params: tuple[str, ...]   # parameter words, xts3_format.h order
     scratch: bool             # a trailing `Tensor? scratch` argument (the opcode's kernel sizes scratch)
-    out_schema: str
-    zero_points: bool = False  # `int input_zero_point, int output_zero_point` after the parameter words           # the YAML's func, without the namespace
+    out_schema: str           # the YAML's func, without the namespace
+    zero_points: bool = False  # `int input_zero_point, int output_zero_point` after the parameter words
 
     @property
     def functional_schema(self) -> str:
